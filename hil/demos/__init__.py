@@ -1,0 +1,1 @@
+"""Small runnable demonstrations (importable; no side effects on import)."""
