@@ -1,0 +1,25 @@
+"""The one place where complex samples cross between torch and numpy.
+
+On the wire and in radio backends: numpy complex64 (C-contiguous). Inside
+torch: complex64 or complex128 tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def to_numpy(x: torch.Tensor) -> np.ndarray:
+    """Tensor [..] complex -> numpy complex64, detached, on the CPU, contiguous."""
+    if not torch.is_complex(x):
+        raise TypeError(f"expected a complex tensor, got {x.dtype}")
+    return np.ascontiguousarray(x.detach().to("cpu", torch.complex64).numpy())
+
+
+def to_torch(a: np.ndarray, dtype: torch.dtype = torch.complex64, device="cpu") -> torch.Tensor:
+    """numpy complex array -> tensor of ``dtype`` (a copy, so the caller may reuse its buffer)."""
+    a = np.asarray(a)
+    if not np.iscomplexobj(a):
+        raise TypeError(f"expected a complex array, got {a.dtype}")
+    return torch.from_numpy(np.array(a, dtype=np.complex128 if dtype == torch.complex128 else np.complex64)).to(device)

@@ -1,0 +1,138 @@
+"""The digital frame header: fields, CRC-32, coding and parsing.
+
+Layout (big-endian, 35 bytes): version u8, scheme u8, seq u32, item_id u32,
+fingerprint 8 bytes, payload_len u32 (complex symbols in this frame),
+channels u8, height u16, width u16, chunk_index u16, chunk_count u16,
+CRC-32 (zlib) over everything before it.
+
+Coded with the K=7 rate-1/2 convolutional code, block-interleaved, BPSK on
+the data subcarriers of ``OfdmConfig.header_symbols`` OFDM symbols.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .coding import conv_encode, interleaver, viterbi_decode
+from .numerology import OfdmConfig
+
+FORMAT_VERSION = 1
+_FMT = ">BBII8sIBHHHH"
+BODY_LEN = struct.calcsize(_FMT)
+HEADER_LEN = BODY_LEN + 4
+HEADER_BITS = 8 * HEADER_LEN
+
+SCHEME_JSCC = 0
+
+
+class HeaderError(ValueError):
+    """A header that cannot be trusted: bad CRC, bad version, bad field values."""
+
+
+@dataclass(frozen=True)
+class Header:
+    seq: int
+    item_id: int
+    fingerprint: bytes
+    payload_len: int
+    shape: tuple[int, int, int]  # C, H, W
+    chunk_index: int = 0
+    chunk_count: int = 1
+    scheme: int = SCHEME_JSCC
+    version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        def rng(name, v, hi):
+            if not isinstance(v, int) or not 0 <= v <= hi:
+                raise HeaderError(f"{name}={v!r} outside 0..{hi}")
+
+        rng("version", self.version, 255)
+        rng("scheme", self.scheme, 255)
+        rng("seq", self.seq, 2**32 - 1)
+        rng("item_id", self.item_id, 2**32 - 1)
+        rng("payload_len", self.payload_len, 2**32 - 1)
+        if not isinstance(self.fingerprint, bytes) or len(self.fingerprint) != 8:
+            raise HeaderError(f"fingerprint must be 8 bytes, got {self.fingerprint!r}")
+        if len(self.shape) != 3:
+            raise HeaderError(f"shape must be (C, H, W), got {self.shape!r}")
+        rng("channels", self.shape[0], 255)
+        rng("height", self.shape[1], 65535)
+        rng("width", self.shape[2], 65535)
+        rng("chunk_count", self.chunk_count, 65535)
+        rng("chunk_index", self.chunk_index, 65535)
+        if self.chunk_count < 1 or self.chunk_index >= self.chunk_count:
+            raise HeaderError(f"chunk_index={self.chunk_index} must be < chunk_count={self.chunk_count}")
+
+    def pack(self) -> bytes:
+        body = struct.pack(
+            _FMT, self.version, self.scheme, self.seq, self.item_id, self.fingerprint,
+            self.payload_len, *self.shape, self.chunk_index, self.chunk_count,
+        )
+        return body + struct.pack(">I", zlib.crc32(body))
+
+    @classmethod
+    def unpack(cls, data: bytes) -> Header:
+        """Parse and verify; raises HeaderError with the reason on anything wrong."""
+        if not isinstance(data, (bytes, bytearray)):
+            raise HeaderError(f"header must be bytes, got {type(data).__name__}")
+        if len(data) != HEADER_LEN:
+            raise HeaderError(f"header must be {HEADER_LEN} bytes, got {len(data)}")
+        body, (crc,) = data[:BODY_LEN], struct.unpack(">I", data[BODY_LEN:])
+        if zlib.crc32(body) != crc:
+            raise HeaderError("header CRC mismatch")
+        v, sch, seq, item, fp, plen, c, h, w, ci, cc = struct.unpack(_FMT, body)
+        if v != FORMAT_VERSION:
+            raise HeaderError(f"header format version {v}, this receiver speaks {FORMAT_VERSION}")
+        return cls(seq, item, bytes(fp), plen, (c, h, w), ci, cc, sch, v)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["fingerprint"] = self.fingerprint.hex()
+        d["shape"] = list(self.shape)
+        return d
+
+
+def coded_bits_capacity(cfg: OfdmConfig) -> int:
+    return cfg.header_symbols * cfg.n_data
+
+
+def _check_fits(cfg: OfdmConfig) -> int:
+    n = 2 * (HEADER_BITS + 6)
+    cap = coded_bits_capacity(cfg)
+    if n > cap:
+        raise ValueError(
+            f"header needs {n} coded bits but {cfg.header_symbols} symbols carry {cap}; "
+            f"raise header_symbols to {-(-n // cfg.n_data)}"
+        )
+    return n
+
+
+def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
+    """Header -> [header_symbols * n_data] coded, interleaved bits (zero padded)."""
+    n = _check_fits(cfg)
+    bits = np.unpackbits(np.frombuffer(header.pack(), np.uint8))
+    coded = conv_encode(bits)
+    out = np.zeros(coded_bits_capacity(cfg), np.uint8)
+    out[interleaver(n)] = coded
+    return out
+
+
+def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
+    """BPSK symbols [header_symbols, n_data] real +-1."""
+    return (1.0 - 2.0 * encode_header_bits(header, cfg)).reshape(cfg.header_symbols, cfg.n_data)
+
+
+def decode_header_llr(llr: np.ndarray, cfg: OfdmConfig) -> Header:
+    """Soft bits [header_symbols * n_data] -> Header, or HeaderError."""
+    n = _check_fits(cfg)
+    llr = np.asarray(llr, np.float64).ravel()
+    if llr.size != coded_bits_capacity(cfg):
+        raise HeaderError(f"expected {coded_bits_capacity(cfg)} header LLRs, got {llr.size}")
+    if not np.all(np.isfinite(llr)):
+        raise HeaderError("non-finite header LLRs")
+    bits = viterbi_decode(llr[interleaver(n)])
+    return Header.unpack(np.packbits(bits).tobytes())
