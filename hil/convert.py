@@ -22,4 +22,6 @@ def to_torch(a: np.ndarray, dtype: torch.dtype = torch.complex64, device="cpu") 
     a = np.asarray(a)
     if not np.iscomplexobj(a):
         raise TypeError(f"expected a complex array, got {a.dtype}")
-    return torch.from_numpy(np.array(a, dtype=np.complex128 if dtype == torch.complex128 else np.complex64)).to(device)
+    return torch.from_numpy(
+        np.array(a, dtype=np.complex128 if dtype == torch.complex128 else np.complex64)
+    ).to(device)

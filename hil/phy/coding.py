@@ -49,6 +49,13 @@ def _trellis():
             prev[t, count[t]] = s
             prev_bit[t] = b
             count[t] += 1
+    half = N_STATES // 2
+    if not (
+        np.array_equal(prev[:, 0], 2 * (np.arange(N_STATES) % half))
+        and np.array_equal(prev[:, 1], prev[:, 0] + 1)
+        and np.array_equal(prev_bit, np.arange(N_STATES) // half)
+    ):
+        raise RuntimeError("trellis layout differs from what viterbi_decode assumes")
     return nxt, out, prev, prev_bit
 
 
@@ -65,29 +72,78 @@ def conv_encode(bits: np.ndarray) -> np.ndarray:
 
 
 def viterbi_decode(llr: np.ndarray) -> np.ndarray:
-    """Soft-decision Viterbi. llr: [2 (n + 6)] -> [n] decoded bits (terminated trellis)."""
+    """Soft-decision Viterbi on a terminated trellis, vectorised over a batch.
+
+    Args:
+        llr: [2 (n + 6)] or [B, 2 (n + 6)] log-likelihood ratios of the coded bits.
+    Returns:
+        [n] or [B, n] decoded bits (uint8).
+    """
     llr = np.asarray(llr, np.float64)
-    if llr.ndim != 1 or len(llr) % 2 or len(llr) < 2 * (TAIL + 1):
-        raise ValueError(f"llr must be 1-D with an even length >= {2 * (TAIL + 1)}, got {llr.shape}")
+    single = llr.ndim == 1
+    if single:
+        llr = llr[None]
+    if llr.ndim != 2 or llr.shape[1] % 2 or llr.shape[1] < 2 * (TAIL + 1):
+        raise ValueError(
+            f"llr must be [L] or [B, L] with even L >= {2 * (TAIL + 1)}, got {llr.shape}"
+        )
     _, out, prev, prev_bit = _trellis()
-    steps = len(llr) // 2
-    pairs = llr.reshape(steps, 2)
-    # correlation metric: sum over the two coded bits of (1 - 2 c) * llr / 2, maximised
+    b, steps = llr.shape[0], llr.shape[1] // 2
+    half = N_STATES // 2
+    # With the newest bit in the state's MSB, state t = (bit, j) has the predecessors
+    # 2j and 2j + 1 (j = t mod 32): add-compare-select is a reshape, not a gather.
+    pairs = llr.reshape(b, steps, 2)
     sign = 1.0 - 2.0 * out[prev, prev_bit[:, None]]  # [S, 2 preds, 2 bits]
-    metric = np.full(N_STATES, -np.inf)
-    metric[0] = 0.0
-    choice = np.empty((steps, N_STATES), np.int8)
+    bm = (pairs.reshape(-1, 2) @ sign.reshape(-1, 2).T).reshape(b, steps, 2, half, 2)
+    bm = bm.transpose(1, 0, 2, 3, 4)
+    metric = np.full((b, 1, half, 2), -np.inf)
+    metric[:, 0, 0, 0] = 0.0
+    choice = np.empty((steps, b, N_STATES), np.bool_)
     for t in range(steps):
-        cand = metric[prev] + sign @ pairs[t]  # [S, 2]
-        c = np.argmax(cand, axis=1)
-        choice[t] = c
-        metric = cand[np.arange(N_STATES), c]
-    s = 0  # terminated in state 0
-    bits = np.empty(steps, np.int64)
+        cand = metric + bm[t]  # [B, 2 (new bit), 32, 2 (pred)]
+        c = cand[..., 1] > cand[..., 0]
+        choice[t] = c.reshape(b, N_STATES)
+        metric = np.maximum(cand[..., 0], cand[..., 1]).reshape(b, 1, half, 2)
+    s = np.zeros(b, np.int64)  # terminated in state 0
+    rows = np.arange(b)
+    bits = np.empty((b, steps), np.uint8)
     for t in range(steps - 1, -1, -1):
-        bits[t] = prev_bit[s]
-        s = prev[s, choice[t, s]]
-    return bits[: steps - TAIL].astype(np.uint8)
+        bits[:, t] = s >> (K - 2)
+        s = 2 * (s % half) + choice[t, rows, s]
+    bits = bits[:, : steps - TAIL]
+    return bits[0] if single else bits
+
+
+def invert_hard(coded: np.ndarray) -> np.ndarray | None:
+    """Fast path: the input bits if the hard decisions form a codeword, else None.
+
+    The first generator has a non-zero constant term, so its output stream is
+    invertible by a recursion over GF(2); re-encoding then checks the second
+    stream. When hard decisions contain no error (most headers above ~10 dB),
+    this replaces the Viterbi search; otherwise the caller falls back to it.
+    coded: [2 (n + 6)] hard bits -> [n] bits or None.
+    """
+    c = np.asarray(coded, np.uint8)
+    c0 = c[0::2].tolist()
+    c1 = c[1::2].tolist()
+    g0 = [(G[0] >> (K - 1 - i)) & 1 for i in range(K)]  # taps on u[n - i]
+    g1 = [(G[1] >> (K - 1 - i)) & 1 for i in range(K)]
+    u: list[int] = []
+    for n, bit in enumerate(c0):
+        v = bit
+        for i in range(1, K):
+            if g0[i] and n - i >= 0:
+                v ^= u[n - i]
+        u.append(v)
+        w = 0
+        for i in range(K):
+            if g1[i] and n - i >= 0:
+                w ^= u[n - i]
+        if w != c1[n]:
+            return None
+    if any(u[-TAIL:]):
+        return None
+    return np.array(u[:-TAIL], np.uint8)
 
 
 def repetition_encode(bits: np.ndarray, times: int = 2) -> np.ndarray:

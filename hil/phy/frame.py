@@ -46,19 +46,25 @@ class FrameBuilder:
                 all-zero-bits header (training, where the header carries nothing).
         """
         if not torch.is_complex(symbols) or symbols.dim() != 2:
-            raise ValueError(f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}")
+            raise ValueError(
+                f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}"
+            )
         cfg, b, dev, dt = self.cfg, symbols.shape[0], symbols.device, symbols.dtype
         if header_bpsk is None:
             header_bpsk = torch.ones(b, cfg.header_symbols, cfg.n_data)
         hdr = modulate(cfg, map_resources(cfg, header_bpsk.to(dev, dt), first_symbol=0))
-        pay = modulate(cfg, map_resources(cfg, self.payload_grid(symbols), first_symbol=cfg.header_symbols))
+        pay = modulate(
+            cfg, map_resources(cfg, self.payload_grid(symbols), first_symbol=cfg.header_symbols)
+        )
         pre = torch.from_numpy(np.concatenate([self._sts, self._lts])).to(dev, dt).expand(b, -1)
         return torch.cat([pre, hdr, pay], dim=-1)
 
     def build_numpy(self, symbols: np.ndarray, header: Header) -> np.ndarray:
         """One frame for the air: symbols [k] complex -> [frame_len(k)] complex64 (unit power, unscaled)."""
         if header.payload_len != len(symbols):
-            raise ValueError(f"header.payload_len={header.payload_len} but {len(symbols)} symbols given")
+            raise ValueError(
+                f"header.payload_len={header.payload_len} but {len(symbols)} symbols given"
+            )
         s = to_torch(np.asarray(symbols)[None])
         h = torch.from_numpy(header_symbols(header, self.cfg))[None]
         return to_numpy(self.build(s, h))[0]
@@ -77,8 +83,8 @@ def to_full_scale(
     """Scale a unit-power frame for the DAC: |y| <= 1 (full scale).
 
     The frame is scaled to ``rms_dbfs`` RMS; samples above full scale are
-    clipped (peak-limited), and with ``clip_papr_db`` clipped further at that
-    peak-to-average ratio (PAPR control by clipping). Returns the samples
+    clipped (peak-limited), and with ``clip_papr_db`` clipped further at
+    that ratio above the unclipped RMS (PAPR control by clipping). Returns the samples
     (complex64) and what happened: fraction clipped, PAPR before/after.
     """
     x = np.asarray(x, np.complex64)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .coding import conv_encode, interleaver, viterbi_decode
+from .coding import conv_encode, interleaver, invert_hard, viterbi_decode
 from .numerology import OfdmConfig
 
 FORMAT_VERSION = 1
@@ -65,12 +65,22 @@ class Header:
         rng("chunk_count", self.chunk_count, 65535)
         rng("chunk_index", self.chunk_index, 65535)
         if self.chunk_count < 1 or self.chunk_index >= self.chunk_count:
-            raise HeaderError(f"chunk_index={self.chunk_index} must be < chunk_count={self.chunk_count}")
+            raise HeaderError(
+                f"chunk_index={self.chunk_index} must be < chunk_count={self.chunk_count}"
+            )
 
     def pack(self) -> bytes:
         body = struct.pack(
-            _FMT, self.version, self.scheme, self.seq, self.item_id, self.fingerprint,
-            self.payload_len, *self.shape, self.chunk_index, self.chunk_count,
+            _FMT,
+            self.version,
+            self.scheme,
+            self.seq,
+            self.item_id,
+            self.fingerprint,
+            self.payload_len,
+            *self.shape,
+            self.chunk_index,
+            self.chunk_count,
         )
         return body + struct.pack(">I", zlib.crc32(body))
 
@@ -126,13 +136,44 @@ def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
     return (1.0 - 2.0 * encode_header_bits(header, cfg)).reshape(cfg.header_symbols, cfg.n_data)
 
 
-def decode_header_llr(llr: np.ndarray, cfg: OfdmConfig) -> Header:
-    """Soft bits [header_symbols * n_data] -> Header, or HeaderError."""
+def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
+    """Soft bits [B, header_symbols * n_data] -> hard header bits [B, HEADER_BITS] (batched Viterbi).
+
+    Non-finite LLRs are zeroed (erasures); the CRC then decides.
+    """
     n = _check_fits(cfg)
+    llr = np.asarray(llr, np.float64)
+    if llr.ndim != 2 or llr.shape[1] != coded_bits_capacity(cfg):
+        raise ValueError(f"expected [B, {coded_bits_capacity(cfg)}] header LLRs, got {llr.shape}")
+    llr = np.where(np.isfinite(llr), llr, 0.0)[:, interleaver(n)]
+    out = np.empty((llr.shape[0], HEADER_BITS), np.uint8)
+    slow = []
+    for i in range(llr.shape[0]):
+        u = invert_hard((llr[i] < 0).astype(np.uint8))
+        if u is not None and _crc_ok(u):
+            out[i] = u
+        else:
+            slow.append(i)
+    if slow:
+        out[slow] = viterbi_decode(llr[slow])
+    return out
+
+
+def _crc_ok(bits: np.ndarray) -> bool:
+    raw = np.packbits(bits).tobytes()
+    return zlib.crc32(raw[:BODY_LEN]) == struct.unpack(">I", raw[BODY_LEN:])[0]
+
+
+def parse_header_bits(bits: np.ndarray) -> Header:
+    """[HEADER_BITS] hard bits -> Header, or HeaderError."""
+    return Header.unpack(np.packbits(np.asarray(bits, np.uint8)).tobytes())
+
+
+def decode_header_llr(llr: np.ndarray, cfg: OfdmConfig) -> Header:
+    """Soft bits [header_symbols * n_data] of one frame -> Header, or HeaderError."""
     llr = np.asarray(llr, np.float64).ravel()
     if llr.size != coded_bits_capacity(cfg):
         raise HeaderError(f"expected {coded_bits_capacity(cfg)} header LLRs, got {llr.size}")
     if not np.all(np.isfinite(llr)):
         raise HeaderError("non-finite header LLRs")
-    bits = viterbi_decode(llr[interleaver(n)])
-    return Header.unpack(np.packbits(bits).tobytes())
+    return parse_header_bits(decode_header_bits(llr[None], cfg)[0])

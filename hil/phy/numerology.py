@@ -56,8 +56,12 @@ class OfdmConfig:
             raise ValueError(f"cp_len must be in 1..{n - 1}, got {self.cp_len}")
         if not 2 <= self.used_half < n // 2:
             raise ValueError(f"used_half must be in 2..{n // 2 - 1}, got {self.used_half}")
-        if any(p == 0 or abs(p) > self.used_half for p in self.pilots) or len(set(self.pilots)) != len(self.pilots):
-            raise ValueError(f"pilots must be distinct non-zero indices within +-{self.used_half}: {self.pilots}")
+        if any(p == 0 or abs(p) > self.used_half for p in self.pilots) or len(
+            set(self.pilots)
+        ) != len(self.pilots):
+            raise ValueError(
+                f"pilots must be distinct non-zero indices within +-{self.used_half}: {self.pilots}"
+            )
         if len(self.pilots) < 2:
             raise ValueError("at least two pilots are needed for phase and timing tracking")
         if n % self.sts_period or self.sts_period < 8:
@@ -125,7 +129,9 @@ class OfdmConfig:
         return -(-n_complex // self.n_data)
 
     def frame_len(self, n_complex: int) -> int:
-        return self.preamble_len + self.header_len + self.payload_symbols(n_complex) * self.symbol_len
+        return (
+            self.preamble_len + self.header_len + self.payload_symbols(n_complex) * self.symbol_len
+        )
 
     @property
     def max_cfo_hz(self) -> float:
@@ -151,7 +157,9 @@ class OfdmConfig:
         allowed = set(cls().to_dict())
         unknown = set(d) - allowed
         if unknown:
-            raise ValueError(f"unknown OFDM config key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise ValueError(
+                f"unknown OFDM config key(s) {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         d = dict(d)
         if "pilots" in d:
             d["pilots"] = tuple(d["pilots"])

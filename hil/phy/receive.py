@@ -93,13 +93,23 @@ class OfdmReceiver(nn.Module):
         self.a = carrier_scale(cfg)
         used = cfg.bins(cfg.used)
         self.register_buffer("used_bins", torch.as_tensor(used), persistent=False)
-        self.register_buffer("data_bins", torch.as_tensor(cfg.bins(cfg.data_carriers)), persistent=False)
-        self.register_buffer("pilot_bins", torch.as_tensor(cfg.bins(cfg.pilot_carriers)), persistent=False)
-        self.register_buffer("pilot_k", torch.as_tensor(cfg.pilot_carriers, dtype=torch.float64), persistent=False)
-        self.register_buffer("lts_used", torch.as_tensor(lts_freq(cfg)[used].real), persistent=False)
+        self.register_buffer(
+            "data_bins", torch.as_tensor(cfg.bins(cfg.data_carriers)), persistent=False
+        )
+        self.register_buffer(
+            "pilot_bins", torch.as_tensor(cfg.bins(cfg.pilot_carriers)), persistent=False
+        )
+        self.register_buffer(
+            "pilot_k", torch.as_tensor(cfg.pilot_carriers, dtype=torch.float64), persistent=False
+        )
+        self.register_buffer(
+            "lts_used", torch.as_tensor(lts_freq(cfg)[used].real), persistent=False
+        )
         # LMMSE smoothing prior: uniform PDP over the CP. R[k, l] = mean_d e^{-j2pi(k-l)d/N}
         k = cfg.used.astype(np.float64)
-        d = np.arange(cfg.cp_len) - cfg.fft_backoff  # the FFT window starts fft_backoff early
+        # The FFT window starts fft_backoff samples early, which looks like an extra
+        # delay of fft_backoff: paths within the CP appear at delays 0..cp_len.
+        d = np.arange(cfg.cp_len + 1)
         r = np.exp(-2j * np.pi * (k[:, None] - k[None, :])[..., None] * d / cfg.fft_size).mean(-1)
         self.register_buffer("r_hh", torch.as_tensor(r), persistent=False)
 
@@ -156,6 +166,10 @@ class OfdmReceiver(nn.Module):
             cfo = torch.zeros(b, dtype=rdt, device=x.device)
         h_used, n0 = self._lts(x)
         n0 = n0.clamp_min(1e-12)
+        # Es from the unsmoothed LS estimate, whose noise variance n0 / (2 a^2) is known exactly
+        es = torch.maximum(
+            _abs2(h_used).mean(-1) - n0 / (2 * self.a**2), 0.01 * n0
+        )  # floor: -20 dB
         if self.smoothing == "lmmse":
             h_used = self._smooth(h_used, n0)
         h = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
@@ -187,7 +201,10 @@ class OfdmReceiver(nn.Module):
         post_snr = (self.a**2 * _abs2(h) / n0[:, None]).to(rdt)  # [B, N] ZF output SNR per bin
 
         # pilots after tracking and ZF, for EVM
-        pz = grid[..., self.pilot_bins] / (self.a * torch.where(_abs2(hp) > 1e-20, hp, torch.full_like(hp, 1e-10)))[:, None]
+        pz = (
+            grid[..., self.pilot_bins]
+            / (self.a * torch.where(_abs2(hp) > 1e-20, hp, torch.full_like(hp, 1e-10)))[:, None]
+        )
         evm = torch.sqrt(_abs2(pz - pv[None]).mean((-1, -2)))
 
         hdr = eq[:, : c.header_symbols][..., self.data_bins]  # [B, H, n_data]
@@ -196,9 +213,12 @@ class OfdmReceiver(nn.Module):
             p = post_snr[:, None, self.data_bins]
             llr = llr * (p + 1) / p.clamp_min(1e-30)
         pay = eq[:, c.header_symbols :][..., self.data_bins].reshape(b, -1)[:, :n_payload]
-        gain = post_snr[:, self.data_bins][:, None, :].expand(b, s_pay, -1).reshape(b, -1)[:, :n_payload]
+        gain = (
+            post_snr[:, self.data_bins][:, None, :]
+            .expand(b, s_pay, -1)
+            .reshape(b, -1)[:, :n_payload]
+        )
 
-        es = torch.maximum(_abs2(h_used).mean(-1) - n0 / (2 * self.a**2), 0.01 * n0)  # floor: -20 dB
         snr_db = 10 * torch.log10(es / n0)
         return RxResult(
             symbols=pay,

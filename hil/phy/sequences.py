@@ -106,5 +106,7 @@ def pilot_values(cfg: OfdmConfig, n_symbols: int, first: int = 0) -> np.ndarray:
     Symbol index 0 is the first header symbol; payload symbols continue the count.
     """
     pol = _mseq127()[(first + np.arange(n_symbols)) % 127]
-    base = np.where(cfg.pilot_carriers == cfg.pilot_carriers.max(), -1.0, 1.0)  # 802.11a-like [1,1,1,-1]
+    base = np.where(
+        cfg.pilot_carriers == cfg.pilot_carriers.max(), -1.0, 1.0
+    )  # 802.11a-like [1,1,1,-1]
     return pol[:, None] * base[None, :]

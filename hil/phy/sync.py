@@ -54,7 +54,7 @@ class StreamSync:
     detection constants and does the maths.
     """
 
-    def __init__(self, cfg: OfdmConfig, threshold: float = 0.5, lts_threshold: float = 0.35):
+    def __init__(self, cfg: OfdmConfig, threshold: float = 0.3, lts_threshold: float = 0.35):
         if not 0 < threshold < 1 or not 0 < lts_threshold < 1:
             raise ValueError("thresholds must lie in (0, 1)")
         self.cfg = cfg
@@ -79,7 +79,11 @@ class StreamSync:
         n = nblk * L
         prod = np.conj(r[:n]) * r[L : n + L]
         cb = prod.reshape(nblk, L).sum(1, dtype=np.complex128)
-        pw = (r[: n + L].real ** 2 + r[: n + L].imag ** 2).reshape(nblk + 1, L).sum(1, dtype=np.float64)
+        pw = (
+            (r[: n + L].real ** 2 + r[: n + L].imag ** 2)
+            .reshape(nblk + 1, L)
+            .sum(1, dtype=np.float64)
+        )
         eb = 0.5 * (pw[:-1] + pw[1:])
         cc = np.concatenate([[0], np.cumsum(cb)])
         ce = np.concatenate([[0], np.cumsum(eb)])
