@@ -29,12 +29,11 @@ from hil.phy import (
 )
 from hil.phy.coding import (
     conv_encode,
-    interleaver,
     repetition_decode,
     repetition_encode,
     viterbi_decode,
 )
-from hil.phy.header import HEADER_LEN, decode_header_llr
+from hil.phy.header import HEADER_LEN
 from hil.phy.ofdm import demodulate
 
 CFG = OfdmConfig()
@@ -164,7 +163,6 @@ def header_codes(n: int, snrs, seed=3):
                     else:
                         err_r += 1
         print(f"| {snr:g} | {err_c / n:.4f} | {err_r / n:.4f} |")
-    _ = interleaver, decode_header_llr
 
 
 def _ideal_mmse(y_from_lts, taps, delays, n0, k):

@@ -30,7 +30,7 @@ def test_noiseless_flat_channel_is_exact(equalizer, smoothing, gen):
 
 @pytest.mark.parametrize("snr_db", [0.0, 5.0, 10.0, 20.0, 30.0])
 def test_snr_and_noise_estimates_known_timing(snr_db, gen):
-    s, x = _frames(CFG, gen, b=64, k=48)
+    _s, x = _frames(CFG, gen, b=64, k=48)
     chain = ChannelChain.from_tables([{"kind": "awgn"}])
     y = chain(x, snr_db=snr_db, generator=gen).y
     r = OfdmReceiver(CFG)(y[:, CFG.sts_len :], 48)
@@ -72,7 +72,7 @@ def test_lmmse_smoothing_beats_ls_on_multipath(gen):
 
 
 def test_gradcheck_receive_path(gen):
-    s, x = _frames(SMALL, gen, b=1, k=48)
+    _s, x = _frames(SMALL, gen, b=1, k=48)
     x = (
         (x[:, SMALL.sts_len :] + 0.05 * torch.randn_like(x[:, SMALL.sts_len :]))
         .detach()
@@ -116,7 +116,7 @@ def test_gradients_flow_from_equalised_symbols_to_sent_symbols(gen):
 
 
 def test_inference_mode_matches_training_mode(gen):
-    s, x = _frames(CFG, gen, b=2, k=96, dtype=torch.complex64)
+    _s, x = _frames(CFG, gen, b=2, k=96, dtype=torch.complex64)
     y = x + 0.1 * torch.randn_like(x)
     rx = OfdmReceiver(CFG)
     a = rx(y[:, CFG.sts_len :], 96).symbols

@@ -118,12 +118,12 @@ def test_tone_and_dc_are_rejected(rng):
 
 
 def test_corrupted_header_reported_not_raised(rng):
-    frames, headers, _ = make_frames(FB, rng, 3)
+    frames, _headers, _ = make_frames(FB, rng, 3)
     f = frames[1].copy()
     a = CFG.preamble_len
     noise = rng.normal(size=(CFG.header_len, 2)) @ np.array([1, 1j]) * 3.0
     f[a : a + CFG.header_len] += noise.astype(np.complex64)  # header at about -10 dB SNR
-    x, starts = make_stream([frames[0], f, frames[2]], rng)
+    x, _starts = make_stream([frames[0], f, frames[2]], rng)
     y = impair(x, snr_db=25, seed=8)
     rx = FrameReceiver(CFG)
     ev = run_receiver(rx, y, 4096)
@@ -133,8 +133,8 @@ def test_corrupted_header_reported_not_raised(rng):
 
 
 def test_nonfinite_samples_counted(rng):
-    frames, headers, _ = make_frames(FB, rng, 2)
-    x, starts = make_stream(frames, rng)
+    frames, _headers, _ = make_frames(FB, rng, 2)
+    x, _starts = make_stream(frames, rng)
     y = impair(x, snr_db=20, seed=9)
     y[5] = np.nan
     rx = FrameReceiver(CFG)
