@@ -13,9 +13,11 @@ from .fading import BlockFading
 from .hardware import DCOffset, IQImbalance, PowerAmplifier, Quantizer
 from .multipath import TappedDelayLine
 from .offsets import CarrierFrequencyOffset, PhaseNoise, TimingOffset
+from .profiles import PROFILES, profile
 
 __all__ = [
     "AWGN",
+    "PROFILES",
     "REGISTRY",
     "BlockFading",
     "CarrierFrequencyOffset",
@@ -32,5 +34,6 @@ __all__ = [
     "TappedDelayLine",
     "TimingOffset",
     "load_chain",
+    "profile",
     "register",
 ]

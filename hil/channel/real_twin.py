@@ -69,3 +69,61 @@ def real_iq_imbalance(v: Tensor, gain_db: float, phase_deg: float) -> Tensor:
         [[1.0, 0.0], [-g * math.sin(phi), g * math.cos(phi)]], dtype=v.dtype, device=v.device
     )
     return apply_2x2(v, m)
+
+
+REAL_KINDS = ("awgn", "fading", "multipath", "cfo", "phase_noise", "iq_imbalance")
+
+
+def real_tdl(v: Tensor, taps: Tensor, delays: tuple[int, ...]) -> Tensor:
+    """Tapped delay line on (I, Q): sum of delayed copies, each rotated by its tap."""
+    out = torch.zeros_like(v)
+    n = v.shape[1]
+    for l, d in enumerate(delays):
+        if d >= n:
+            continue
+        shifted = v if d == 0 else torch.nn.functional.pad(v[:, : n - d], (0, 0, d, 0))
+        out = out + rotate(shifted, taps[:, l, None].real.expand(v.shape[:2]), taps[:, l, None].imag.expand(v.shape[:2]))
+    return out
+
+
+def apply_real_chain(chain, x: Tensor, snr_db, generator: torch.Generator | None = None) -> Tensor:
+    """Apply a ChannelChain to complex x as real arithmetic on (I, Q) pairs.
+
+    Realisations are drawn from each stage's own distribution (not the same
+    draws as the complex path). Supports the stages in REAL_KINDS.
+    """
+    from . import functional as F
+
+    b, n = x.shape
+    v = complex_to_iq(x)
+    rdt = v.dtype
+    for name, st in chain.stages.items():
+        if st.kind not in REAL_KINDS:
+            raise ValueError(
+                f"stage {name!r} ({st.kind}) has no real 2x2 twin; grad-mode 'real' supports {list(REAL_KINDS)}"
+            )
+        if st.kind == "awgn":
+            snr = F.as_batch_values(st.snr_db if snr_db is None else snr_db, b, like=x, name="snr_db")
+            es = (v**2).sum(-1).mean(-1) if st.measure_power else torch.full_like(snr, st.es)
+            n0 = F.n0_from_snr_db(snr, es)
+            noise = complex_to_iq(F.complex_normal((b, n), generator=generator, dtype=x.dtype, device=x.device))
+            v = v + torch.sqrt(n0)[:, None, None] * noise
+        elif st.kind == "fading":
+            h = st.draw((b, 1), generator=generator, dtype=x.dtype, device=x.device)[:, 0]
+            if st.block_length is not None:
+                raise ValueError("grad-mode 'real' supports one fading gain per row (block_length unset)")
+            v = real_fading(v, h)
+        elif st.kind == "multipath":
+            v = real_tdl(v, st.draw(b, generator=generator, dtype=x.dtype, device=x.device), st.delays)
+        elif st.kind == "cfo":
+            cfo = F.draw_uniform((b,), -st.max_cfo_hz, st.max_cfo_hz, generator=generator, dtype=rdt, device=x.device)
+            ph = F.draw_uniform((b,), 0.0, 2 * math.pi, generator=generator, dtype=rdt, device=x.device)
+            v = real_cfo(v, cfo / st.sample_rate_hz, ph if st.random_phase else torch.zeros_like(ph))
+        elif st.kind == "phase_noise":
+            g_dev = generator.device if generator is not None else torch.device("cpu")
+            inc = torch.randn((b, n), generator=generator, dtype=rdt, device=g_dev).to(x.device)
+            phi = torch.cumsum(inc * math.sqrt(st.increment_variance), dim=-1)
+            v = rotate(v, torch.cos(phi), torch.sin(phi))
+        elif st.kind == "iq_imbalance":
+            v = real_iq_imbalance(v, st.gain_db, st.phase_deg)
+    return iq_to_complex(v)

@@ -111,7 +111,11 @@ class OfdmReceiver(nn.Module):
         # delay of fft_backoff: paths within the CP appear at delays 0..cp_len.
         d = np.arange(cfg.cp_len + 1)
         r = np.exp(-2j * np.pi * (k[:, None] - k[None, :])[..., None] * d / cfg.fft_size).mean(-1)
-        self.register_buffer("r_hh", torch.as_tensor(r), persistent=False)
+        # W(s) = R (R + s I)^-1 = U diag(lam / (lam + s)) U^H with R = U diag(lam) U^H:
+        # the eigendecomposition is done once, so smoothing costs two matrix products.
+        lam, u = np.linalg.eigh(r)
+        self.register_buffer("r_lam", torch.as_tensor(np.clip(lam, 0, None)), persistent=False)
+        self.register_buffer("r_u", torch.as_tensor(u), persistent=False)
 
     # ------------------------------------------------------------------ steps
     def _cfo(self, x: Tensor) -> Tensor:
@@ -138,13 +142,12 @@ class OfdmReceiver(nn.Module):
 
     def _smooth(self, h: Tensor, n0: Tensor) -> Tensor:
         # LS error variance per bin: n0 / (2 a^2) (two symbols averaged)
-        r = self.r_hh.to(h.dtype)
-        sig2 = (n0 / (2 * self.a**2)).to(h.dtype)
-        eye = torch.eye(r.shape[0], dtype=h.dtype, device=h.device)
-        m = r[None] + sig2[:, None, None] * eye
-        # W = R (R + s I)^-1, applied as h_s = W h = R (R + s I)^-1 h
-        z = torch.linalg.solve(m, h[..., None])
-        return (r[None] @ z)[..., 0]
+        u = self.r_u.to(h.dtype)
+        lam = self.r_lam.to(n0.dtype)
+        sig2 = n0 / (2 * self.a**2)
+        gain = (lam[None, :] / (lam[None, :] + sig2[:, None])).to(h.dtype)  # [B, U]
+        coef = (h @ torch.conj(u)) * gain  # U^H h, per row
+        return coef @ u.T
 
     def forward(self, x: Tensor, n_payload: int) -> RxResult:
         """x: [B, >= lts_len + header_len + S symbol_len] complex from the LTS start; n_payload: k."""

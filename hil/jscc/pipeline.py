@@ -1,0 +1,69 @@
+"""The end-to-end differentiable path used for training and simulated evaluation:
+
+images -> Encoder -> FrameBuilder (PHY transmit) -> channel chain -> OfdmReceiver
+(PHY receive with *estimated* channel, timing known) -> Decoder -> images.
+
+``grad_mode`` chooses how the channel sits in the graph:
+
+- ``complex``: ordinary complex ops (PyTorch complex autograd);
+- ``detach``: the seed's way: channel under ``torch.no_grad()``, output
+  re-attached with ``requires_grad_()``; the encoder gets no gradient;
+- ``real``: the channel as real 2x2 arithmetic on (I, Q) pairs
+  (``hil.channel.real_twin``), to show it equals ``complex``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ..channel import ChannelChain
+from ..channel.real_twin import apply_real_chain
+from ..phy import FrameBuilder, OfdmConfig, OfdmReceiver, RxResult
+from .model import JsccModel
+
+GRAD_MODES = ("complex", "detach", "real")
+
+
+@dataclass
+class LinkOutput:
+    x_hat: Tensor  # [B, 3, H, W]
+    symbols: Tensor  # [B, k] sent
+    rx: RxResult
+
+
+class JsccLink(nn.Module):
+    def __init__(
+        self,
+        model: JsccModel,
+        phy: OfdmConfig,
+        chain: ChannelChain,
+        grad_mode: str = "complex",
+        equalizer: str = "mmse",
+    ):
+        super().__init__()
+        if grad_mode not in GRAD_MODES:
+            raise ValueError(f"grad_mode must be one of {GRAD_MODES}, got {grad_mode!r}")
+        self.model, self.chain, self.grad_mode = model, chain, grad_mode
+        self.phy = phy
+        self.fb = FrameBuilder(phy)
+        self.rx = OfdmReceiver(phy, equalizer=equalizer)
+
+    def channel(self, frames: Tensor, snr_db: Tensor, generator: torch.Generator | None) -> Tensor:
+        if self.grad_mode == "complex":
+            return self.chain(frames, snr_db, generator=generator).y
+        if self.grad_mode == "real":
+            return apply_real_chain(self.chain, frames, snr_db, generator)
+        with torch.no_grad():  # the seed's mistake, on purpose
+            y = self.chain(frames, snr_db, generator=generator).y
+        return y.detach().requires_grad_()
+
+    def forward(self, x: Tensor, snr_db: Tensor, generator: torch.Generator | None = None) -> LinkOutput:
+        shape = tuple(x.shape[1:])
+        s = self.model.encoder(x)
+        y = self.channel(self.fb.build(s), snr_db, generator)
+        r = self.rx(y[:, self.phy.sts_len :], s.shape[1])
+        x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
+        return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
