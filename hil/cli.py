@@ -34,12 +34,22 @@ def _train(args) -> int:
         if args.dataset is not None:
             d["train"]["dataset"] = args.dataset
         cfg = ExperimentConfig.from_dict(d)
-    doc = train(cfg, args.out, resume=args.resume, progress=not args.quiet)
+    doc = train(cfg, args.out, resume=args.resume, progress=not args.quiet, until=args.until)
     if doc:
         last = doc["history"][-1] if doc["history"] else {}
-        print(json.dumps({"checkpoint": str(args.out), "fingerprint": doc["fingerprint"], "step": doc["step"],
-                          "train_seconds": round(doc["train_seconds"], 1),
-                          "images_per_second": round(doc["images_per_second"], 1), "eval": last.get("eval")}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "checkpoint": str(args.out),
+                    "fingerprint": doc["fingerprint"],
+                    "step": doc["step"],
+                    "train_seconds": round(doc["train_seconds"], 1),
+                    "images_per_second": round(doc["images_per_second"], 1),
+                    "eval": last.get("eval"),
+                },
+                indent=2,
+            )
+        )
     return 0
 
 
@@ -58,21 +68,38 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_gradflow)
 
     d = sub.add_parser("train", help="train a JSCC codec through the channel and the PHY")
-    d.add_argument("--config", required=True, help="training TOML ([model], [phy], [channel], [train])")
-    d.add_argument("--out", required=True, help="checkpoint stem: writes <out>.safetensors and <out>.json")
+    d.add_argument(
+        "--config", required=True, help="training TOML ([model], [phy], [channel], [train])"
+    )
+    d.add_argument(
+        "--out", required=True, help="checkpoint stem: writes <out>.safetensors and <out>.json"
+    )
     d.add_argument("--resume", help="checkpoint to resume from")
     d.add_argument("--steps", type=int, help="override train.steps")
-    d.add_argument("--grad-mode", choices=["complex", "detach", "real"], help="override train.grad_mode")
-    d.add_argument("--dataset", help="override train.dataset: builtin | cifar10:<dir> | folder:<dir>")
+    d.add_argument(
+        "--until", type=int, help="stop after this step (checkpointed); continue with --resume"
+    )
+    d.add_argument(
+        "--grad-mode", choices=["complex", "detach", "real"], help="override train.grad_mode"
+    )
+    d.add_argument(
+        "--dataset", help="override train.dataset: builtin | cifar10:<dir> | folder:<dir>"
+    )
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_train)
 
     d = sub.add_parser("eval", help="PSNR/SSIM vs SNR of a checkpoint on held-out images")
     d.add_argument("--checkpoint", required=True)
     d.add_argument("--snr", default="0,5,10,15,20", help="comma-separated SNRs in dB")
-    d.add_argument("--channel", default=None, help="profile name or TOML with [[channel]] tables "
-                   "(default: the channel the checkpoint was trained on)")
-    d.add_argument("--dataset", default=None, help="default: the checkpoint's data set (test split)")
+    d.add_argument(
+        "--channel",
+        default=None,
+        help="profile name or TOML with [[channel]] tables "
+        "(default: the channel the checkpoint was trained on)",
+    )
+    d.add_argument(
+        "--dataset", default=None, help="default: the checkpoint's data set (test split)"
+    )
     d.add_argument("--tiles", type=int, default=512, help="held-out tiles to score")
     d.add_argument("--seed", type=int, default=1234)
     d.add_argument("--json", action="store_true", help="print a JSON document")

@@ -10,11 +10,20 @@ import numpy as np
 import torch
 
 
-def to_numpy(x: torch.Tensor) -> np.ndarray:
-    """Tensor [..] complex -> numpy complex64, detached, on the CPU, contiguous."""
+def to_numpy(x: torch.Tensor, dtype=np.complex64) -> np.ndarray:
+    """Tensor [..] complex -> numpy complex64 (or complex128), detached, on the CPU, contiguous."""
     if not torch.is_complex(x):
         raise TypeError(f"expected a complex tensor, got {x.dtype}")
-    return np.ascontiguousarray(x.detach().to("cpu", torch.complex64).numpy())
+    tdt = torch.complex128 if np.dtype(dtype) == np.complex128 else torch.complex64
+    return np.ascontiguousarray(x.detach().to("cpu", tdt).numpy())
+
+
+def to_numpy_real(x: torch.Tensor, dtype=np.float32) -> np.ndarray:
+    """Real tensor -> numpy float32 (or float64), detached, on the CPU, a copy."""
+    if torch.is_complex(x):
+        raise TypeError(f"expected a real tensor, got {x.dtype}")
+    tdt = torch.float64 if np.dtype(dtype) == np.float64 else torch.float32
+    return x.detach().to("cpu", tdt).numpy().copy()
 
 
 def to_torch(a: np.ndarray, dtype: torch.dtype = torch.complex64, device="cpu") -> torch.Tensor:

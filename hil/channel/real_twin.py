@@ -82,7 +82,11 @@ def real_tdl(v: Tensor, taps: Tensor, delays: tuple[int, ...]) -> Tensor:
         if d >= n:
             continue
         shifted = v if d == 0 else torch.nn.functional.pad(v[:, : n - d], (0, 0, d, 0))
-        out = out + rotate(shifted, taps[:, l, None].real.expand(v.shape[:2]), taps[:, l, None].imag.expand(v.shape[:2]))
+        out = out + rotate(
+            shifted,
+            taps[:, l, None].real.expand(v.shape[:2]),
+            taps[:, l, None].imag.expand(v.shape[:2]),
+        )
     return out
 
 
@@ -103,22 +107,36 @@ def apply_real_chain(chain, x: Tensor, snr_db, generator: torch.Generator | None
                 f"stage {name!r} ({st.kind}) has no real 2x2 twin; grad-mode 'real' supports {list(REAL_KINDS)}"
             )
         if st.kind == "awgn":
-            snr = F.as_batch_values(st.snr_db if snr_db is None else snr_db, b, like=x, name="snr_db")
+            snr = F.as_batch_values(
+                st.snr_db if snr_db is None else snr_db, b, like=x, name="snr_db"
+            )
             es = (v**2).sum(-1).mean(-1) if st.measure_power else torch.full_like(snr, st.es)
             n0 = F.n0_from_snr_db(snr, es)
-            noise = complex_to_iq(F.complex_normal((b, n), generator=generator, dtype=x.dtype, device=x.device))
+            noise = complex_to_iq(
+                F.complex_normal((b, n), generator=generator, dtype=x.dtype, device=x.device)
+            )
             v = v + torch.sqrt(n0)[:, None, None] * noise
         elif st.kind == "fading":
             h = st.draw((b, 1), generator=generator, dtype=x.dtype, device=x.device)[:, 0]
             if st.block_length is not None:
-                raise ValueError("grad-mode 'real' supports one fading gain per row (block_length unset)")
+                raise ValueError(
+                    "grad-mode 'real' supports one fading gain per row (block_length unset)"
+                )
             v = real_fading(v, h)
         elif st.kind == "multipath":
-            v = real_tdl(v, st.draw(b, generator=generator, dtype=x.dtype, device=x.device), st.delays)
+            v = real_tdl(
+                v, st.draw(b, generator=generator, dtype=x.dtype, device=x.device), st.delays
+            )
         elif st.kind == "cfo":
-            cfo = F.draw_uniform((b,), -st.max_cfo_hz, st.max_cfo_hz, generator=generator, dtype=rdt, device=x.device)
-            ph = F.draw_uniform((b,), 0.0, 2 * math.pi, generator=generator, dtype=rdt, device=x.device)
-            v = real_cfo(v, cfo / st.sample_rate_hz, ph if st.random_phase else torch.zeros_like(ph))
+            cfo = F.draw_uniform(
+                (b,), -st.max_cfo_hz, st.max_cfo_hz, generator=generator, dtype=rdt, device=x.device
+            )
+            ph = F.draw_uniform(
+                (b,), 0.0, 2 * math.pi, generator=generator, dtype=rdt, device=x.device
+            )
+            v = real_cfo(
+                v, cfo / st.sample_rate_hz, ph if st.random_phase else torch.zeros_like(ph)
+            )
         elif st.kind == "phase_noise":
             g_dev = generator.device if generator is not None else torch.device("cpu")
             inc = torch.randn((b, n), generator=generator, dtype=rdt, device=g_dev).to(x.device)

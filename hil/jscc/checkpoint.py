@@ -43,9 +43,15 @@ def stem_of(path: str | os.PathLike) -> Path:
     return p
 
 
-def fingerprint(model_cfg: JsccConfig, phy_cfg: OfdmConfig, state: dict[str, torch.Tensor]) -> bytes:
+def fingerprint(
+    model_cfg: JsccConfig, phy_cfg: OfdmConfig, state: dict[str, torch.Tensor]
+) -> bytes:
     h = hashlib.sha256()
-    h.update(json.dumps({"model": model_cfg.to_dict(), "phy": phy_cfg.to_dict()}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {"model": model_cfg.to_dict(), "phy": phy_cfg.to_dict()}, sort_keys=True
+        ).encode()
+    )
     for name in sorted(state):
         t = state[name].detach().to("cpu").contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
@@ -106,7 +112,9 @@ def _refuse_pickle(p: Path) -> None:
         raise CheckpointError(f"{p} is truncated ({len(head)} bytes)")
     (n,) = struct.unpack("<Q", head)
     if n > p.stat().st_size - 8:
-        raise CheckpointError(f"{p} is truncated or corrupt: its header claims {n} bytes, the file has {p.stat().st_size}")
+        raise CheckpointError(
+            f"{p} is truncated or corrupt: its header claims {n} bytes, the file has {p.stat().st_size}"
+        )
 
 
 def read_meta(path: str | os.PathLike) -> dict:
@@ -119,7 +127,9 @@ def read_meta(path: str | os.PathLike) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"{j} is not valid JSON: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise CheckpointError(f"{j}: format {doc.get('format') if isinstance(doc, dict) else None!r}, expected {FORMAT!r}")
+        raise CheckpointError(
+            f"{j}: format {doc.get('format') if isinstance(doc, dict) else None!r}, expected {FORMAT!r}"
+        )
     for key in ("fingerprint", "model", "phy"):
         if key not in doc:
             raise CheckpointError(f"{j}: missing {key!r}")
@@ -164,10 +174,14 @@ def load_checkpoint(
     want = model.state_dict()
     missing, unexpected = sorted(set(want) - set(state)), sorted(set(state) - set(want))
     if missing or unexpected:
-        raise CheckpointError(f"{w}: weights do not match the model config (missing {missing[:5]}, unexpected {unexpected[:5]})")
+        raise CheckpointError(
+            f"{w}: weights do not match the model config (missing {missing[:5]}, unexpected {unexpected[:5]})"
+        )
     for k, v in state.items():
         if v.shape != want[k].shape or v.dtype != want[k].dtype:
-            raise CheckpointError(f"{w}: tensor {k} is {tuple(v.shape)} {v.dtype}, the config builds {tuple(want[k].shape)} {want[k].dtype}")
+            raise CheckpointError(
+                f"{w}: tensor {k} is {tuple(v.shape)} {v.dtype}, the config builds {tuple(want[k].shape)} {want[k].dtype}"
+            )
     fp = fingerprint(mcfg, pcfg, state).hex()
     if fp != doc["fingerprint"]:
         raise CheckpointError(

@@ -32,7 +32,9 @@ def skimage_data_dir() -> Path:
     try:
         import skimage
     except ImportError as exc:  # pragma: no cover - scikit-image is a dependency
-        raise RuntimeError("the built-in data set needs scikit-image (pip install scikit-image)") from exc
+        raise RuntimeError(
+            "the built-in data set needs scikit-image (pip install scikit-image)"
+        ) from exc
     return Path(skimage.__file__).parent / "data"
 
 
@@ -56,7 +58,12 @@ class ImageSet:
     ids: list[str]
 
     def describe(self) -> dict:
-        return {"name": self.name, "split": self.split, "count": len(self.images), "ids": self.ids[:64]}
+        return {
+            "name": self.name,
+            "split": self.split,
+            "count": len(self.images),
+            "ids": self.ids[:64],
+        }
 
 
 def builtin(split: str) -> ImageSet:
@@ -74,7 +81,9 @@ def folder(path: str | os.PathLike, split: str = "all") -> ImageSet:
     files = sorted(f for f in p.rglob("*") if f.suffix.lower() in IMAGE_EXT)
     if not files:
         raise ValueError(f"no images ({', '.join(IMAGE_EXT)}) under {p}")
-    return ImageSet(f"folder:{p}", split, [load_image(f) for f in files], [str(f.relative_to(p)) for f in files])
+    return ImageSet(
+        f"folder:{p}", split, [load_image(f) for f in files], [str(f.relative_to(p)) for f in files]
+    )
 
 
 CIFAR_RECORD = 1 + 3 * 32 * 32
@@ -85,7 +94,11 @@ def cifar10(path: str | os.PathLike, split: str) -> ImageSet:
     p = Path(path)
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    files = [p / f"data_batch_{i}.bin" for i in range(1, 6)] if split == "train" else [p / "test_batch.bin"]
+    files = (
+        [p / f"data_batch_{i}.bin" for i in range(1, 6)]
+        if split == "train"
+        else [p / "test_batch.bin"]
+    )
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise ValueError(
@@ -96,7 +109,9 @@ def cifar10(path: str | os.PathLike, split: str) -> ImageSet:
     for f in files:
         raw = np.fromfile(f, np.uint8)
         if raw.size % CIFAR_RECORD:
-            raise ValueError(f"{f} has {raw.size} bytes, not a multiple of the {CIFAR_RECORD}-byte record")
+            raise ValueError(
+                f"{f} has {raw.size} bytes, not a multiple of the {CIFAR_RECORD}-byte record"
+            )
         rec = raw.reshape(-1, CIFAR_RECORD)
         imgs = torch.from_numpy(rec[:, 1:].reshape(-1, 3, 32, 32).copy())
         images.extend(imgs)
@@ -144,7 +159,9 @@ class CropSampler:
         return out.float() / 255.0
 
 
-def fixed_tiles(data: ImageSet, crop: int, count: int, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
+def fixed_tiles(
+    data: ImageSet, crop: int, count: int, seed: int = 0
+) -> tuple[torch.Tensor, list[str]]:
     """A deterministic test set: ``count`` non-overlapping crop x crop tiles, spread over the images.
 
     Returns tiles [count, 3, crop, crop] float32 in [0, 1] and their ids ("image@y,x").
@@ -159,6 +176,11 @@ def fixed_tiles(data: ImageSet, crop: int, count: int, seed: int = 0) -> tuple[t
     rng = np.random.default_rng(seed)
     pick = rng.permutation(len(cands))[: min(count, len(cands))]
     pick.sort()
-    tiles = torch.stack([cands[i][0][:, cands[i][2] : cands[i][2] + crop, cands[i][3] : cands[i][3] + crop] for i in pick])
+    tiles = torch.stack(
+        [
+            cands[i][0][:, cands[i][2] : cands[i][2] + crop, cands[i][3] : cands[i][3] + crop]
+            for i in pick
+        ]
+    )
     ids = [f"{cands[i][1]}@{cands[i][2]},{cands[i][3]}" for i in pick]
     return tiles.float() / 255.0, ids

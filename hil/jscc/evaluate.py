@@ -51,11 +51,15 @@ def run_eval(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{out['checkpoint']} (k/n {out['bandwidth_ratio']}, fingerprint {out['fingerprint']}), "
-              f"channel {name}, {len(tiles)} held-out tiles")
+        print(
+            f"{out['checkpoint']} (k/n {out['bandwidth_ratio']}, fingerprint {out['fingerprint']}), "
+            f"channel {name}, {len(tiles)} held-out tiles"
+        )
         print(f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}")
         for r in out["results"]:
-            print(f"{r['snr_db']:>7g} {r['psnr_db']:>8.2f} {r['ssim']:>6.3f} {r['snr_est_db']:>8.2f}")
+            print(
+                f"{r['snr_db']:>7g} {r['psnr_db']:>8.2f} {r['ssim']:>6.3f} {r['snr_est_db']:>8.2f}"
+            )
     sys.stdout.flush()
     return 0
 
@@ -68,7 +72,9 @@ def plot_psnr(doc: dict, path: str) -> None:
 
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
     x = [r["snr_db"] for r in doc["results"]]
-    ax.plot(x, [r["psnr_db"] for r in doc["results"]], "o-", label=f"JSCC k/n={doc['bandwidth_ratio']}")
+    ax.plot(
+        x, [r["psnr_db"] for r in doc["results"]], "o-", label=f"JSCC k/n={doc['bandwidth_ratio']}"
+    )
     ax.set_xlabel("SNR (dB)")
     ax.set_ylabel("PSNR (dB)")
     ax.set_title(f"channel: {doc['channel']}")

@@ -50,7 +50,9 @@ class JsccConfig:
         try:
             r = Fraction(self.bandwidth_ratio)
         except (ValueError, ZeroDivisionError) as exc:
-            raise ValueError(f"bandwidth_ratio must be a fraction like '1/6', got {self.bandwidth_ratio!r}") from exc
+            raise ValueError(
+                f"bandwidth_ratio must be a fraction like '1/6', got {self.bandwidth_ratio!r}"
+            ) from exc
         c = r * 96
         if c.denominator != 1 or c < 2 or c % 2:
             raise ValueError(
@@ -79,7 +81,9 @@ class JsccConfig:
         allowed = set(cls.__dataclass_fields__)
         unknown = set(d) - allowed
         if unknown:
-            raise ValueError(f"unknown model config key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise ValueError(
+                f"unknown model config key(s) {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         return cls(**d)
 
 
@@ -123,7 +127,9 @@ class AFModule(nn.Module):
 
     def __init__(self, ch: int):
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(ch + 1, ch // 2 + 1), nn.ReLU(), nn.Linear(ch // 2 + 1, ch), nn.Sigmoid())
+        self.mlp = nn.Sequential(
+            nn.Linear(ch + 1, ch // 2 + 1), nn.ReLU(), nn.Linear(ch // 2 + 1, ch), nn.Sigmoid()
+        )
 
     def forward(self, f: Tensor, snr_db: Tensor) -> Tensor:
         ctx = torch.cat([f.mean(dim=(2, 3)), (snr_db / 20.0)[:, None]], dim=1)
@@ -144,7 +150,11 @@ class Decoder(nn.Module):
             nn.Sequential(_deconv(2 * h, 2 * h, 1), nn.PReLU(2 * h)),
             nn.Sequential(_deconv(2 * h, h, 2), nn.PReLU(h)),
         ])  # fmt: skip
-        self.af = nn.ModuleList([AFModule(ch) for ch in (2 * h, 2 * h, 2 * h, h)]) if cfg.snr_adaptive else None
+        self.af = (
+            nn.ModuleList([AFModule(ch) for ch in (2 * h, 2 * h, 2 * h, h)])
+            if cfg.snr_adaptive
+            else None
+        )
         self.out = _deconv(h, 3, 2)
 
     def forward(
@@ -160,7 +170,9 @@ class Decoder(nn.Module):
         z = torch.cat([symbols.real, symbols.imag], dim=1).reshape(b, c, hh // 4, ww // 4)
         if self.cfg.use_symbol_gain:
             if symbol_gain is None:
-                raise ValueError("this decoder was built with use_symbol_gain=True and needs symbol_gain")
+                raise ValueError(
+                    "this decoder was built with use_symbol_gain=True and needs symbol_gain"
+                )
             g = torch.log10(symbol_gain.clamp_min(1e-3)).reshape(b, c // 2, hh // 4, ww // 4)
             z = torch.cat([z, g.to(z.dtype)], dim=1)
         f = z

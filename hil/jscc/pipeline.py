@@ -10,6 +10,10 @@ images -> Encoder -> FrameBuilder (PHY transmit) -> channel chain -> OfdmReceive
   re-attached with ``requires_grad_()``; the encoder gets no gradient;
 - ``real``: the channel as real 2x2 arithmetic on (I, Q) pairs
   (``hil.channel.real_twin``), to show it equals ``complex``.
+
+``through_phy=False`` skips the PHY: the channel acts on the bare symbols and
+the decoder is told the true SNR, which is how most Deep JSCC is trained; it
+is kept as the baseline the PHY-trained model is measured against.
 """
 
 from __future__ import annotations
@@ -42,11 +46,13 @@ class JsccLink(nn.Module):
         chain: ChannelChain,
         grad_mode: str = "complex",
         equalizer: str = "mmse",
+        through_phy: bool = True,
     ):
         super().__init__()
         if grad_mode not in GRAD_MODES:
             raise ValueError(f"grad_mode must be one of {GRAD_MODES}, got {grad_mode!r}")
         self.model, self.chain, self.grad_mode = model, chain, grad_mode
+        self.through_phy = through_phy
         self.phy = phy
         self.fb = FrameBuilder(phy)
         self.rx = OfdmReceiver(phy, equalizer=equalizer)
@@ -60,9 +66,26 @@ class JsccLink(nn.Module):
             y = self.chain(frames, snr_db, generator=generator).y
         return y.detach().requires_grad_()
 
-    def forward(self, x: Tensor, snr_db: Tensor, generator: torch.Generator | None = None) -> LinkOutput:
+    def forward(
+        self, x: Tensor, snr_db: Tensor, generator: torch.Generator | None = None
+    ) -> LinkOutput:
         shape = tuple(x.shape[1:])
         s = self.model.encoder(x)
+        if not self.through_phy:  # symbols straight through the channel, true SNR to the decoder
+            y = self.channel(s, snr_db, generator)
+            gain = torch.full(s.shape, 1.0, device=s.device) * torch.pow(10.0, snr_db / 10)[:, None]
+            r = RxResult(
+                y,
+                y.new_zeros(0),
+                y.new_zeros(0).real,
+                snr_db,
+                snr_db * 0,
+                snr_db * 0,
+                gain,
+                y.new_zeros(0).real,
+            )
+            x_hat = self.model.decoder(y, snr_db, shape, gain)
+            return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
         y = self.channel(self.fb.build(s), snr_db, generator)
         r = self.rx(y[:, self.phy.sts_len :], s.shape[1])
         x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)

@@ -44,6 +44,9 @@ class TrainConfig:
     eval_snr_db: tuple[float, ...] = (0.0, 10.0, 20.0)
     grad_mode: str = "complex"
     equalizer: str = "mmse"
+    through_phy: bool = (
+        True  # False: channel on the bare symbols, decoder told the true SNR (the naive baseline)
+    )
     threads: int = 0  # torch CPU threads; 0 = torch's default
 
     def __post_init__(self):
@@ -70,28 +73,40 @@ class ExperimentConfig:
         ChainConfig.from_tables(list(self.channel))  # validate now
         lo, hi = self.snr_db
         if not -10 <= lo <= hi <= 40:
-            raise ValueError(f"channel.snr_db must be [lo, hi] within -10..40 dB, got {self.snr_db}")
+            raise ValueError(
+                f"channel.snr_db must be [lo, hi] within -10..40 dB, got {self.snr_db}"
+            )
 
     def to_dict(self) -> dict:
         return {
             "model": self.model.to_dict(),
             "phy": self.phy.to_dict(),
             "channel": {"stages": [dict(t) for t in self.channel], "snr_db": list(self.snr_db)},
-            "train": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.train).items()},
+            "train": {
+                k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.train).items()
+            },
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> ExperimentConfig:
         unknown = set(d) - {"model", "phy", "channel", "train"}
         if unknown:
-            raise ValueError(f"unknown config section(s) {sorted(unknown)}; allowed: channel, model, phy, train")
+            raise ValueError(
+                f"unknown config section(s) {sorted(unknown)}; allowed: channel, model, phy, train"
+            )
         ch = dict(d.get("channel", {}))
         bad = set(ch) - {"profile", "stages", "snr_db"}
         if bad:
-            raise ValueError(f"unknown [channel] key(s) {sorted(bad)}; allowed: profile, snr_db, stages")
+            raise ValueError(
+                f"unknown [channel] key(s) {sorted(bad)}; allowed: profile, snr_db, stages"
+            )
         if "profile" in ch and "stages" in ch:
             raise ValueError("[channel] takes either 'profile' or 'stages', not both")
-        stages = profile(ch["profile"]) if "profile" in ch else ch.get("stages", profile("multipath_cfo"))
+        stages = (
+            profile(ch["profile"])
+            if "profile" in ch
+            else ch.get("stages", profile("multipath_cfo"))
+        )
         tr = dict(d.get("train", {}))
         allowed = set(TrainConfig.__dataclass_fields__)
         bad = set(tr) - allowed
@@ -150,7 +165,9 @@ def evaluate(
 ) -> dict[float, dict[str, float]]:
     """Mean PSNR/SSIM (and the mean SNR estimate) per SNR on held-out tiles, through the full path."""
     device = next(model.parameters()).device
-    link = JsccLink(model, phy, ChannelChain.from_tables(list(channel)), equalizer=equalizer).to(device)
+    link = JsccLink(model, phy, ChannelChain.from_tables(list(channel)), equalizer=equalizer).to(
+        device
+    )
     model.eval()
     out = {}
     for snr in snrs:
@@ -215,7 +232,11 @@ class _Progress:
             self.bar.set_postfix(loss=f"{loss:.4f}", psnr=f"{p:.2f}", img_s=f"{ips:.0f}")
         elif time.time() - self.last > 10 or step == total:
             self.last = time.time()
-            print(f"step {step}/{total} loss {loss:.4f} psnr {p:.2f} dB {ips:.0f} img/s", file=sys.stderr, flush=True)
+            print(
+                f"step {step}/{total} loss {loss:.4f} psnr {p:.2f} dB {ips:.0f} img/s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self):
         if self.bar is not None:
@@ -227,8 +248,13 @@ def train(
     out: str | os.PathLike,
     resume: str | os.PathLike | None = None,
     progress: bool = True,
+    until: int | None = None,
 ) -> dict:
-    """Train and write checkpoints to ``out`` (a checkpoint stem). Returns the final JSON document."""
+    """Train and write checkpoints to ``out`` (a checkpoint stem). Returns the final JSON document.
+
+    ``until`` stops this run after that step (with a checkpoint), to be continued
+    later with ``resume``; the schedule still runs to ``train.steps``.
+    """
     tc = cfg.train
     dist = _dist()
     rank = dist.get_rank() if dist else 0
@@ -248,7 +274,9 @@ def train(
     if resume is not None:
         model, _, doc, extra = load_checkpoint(resume, expect_phy=cfg.phy)
         if model.cfg != cfg.model:
-            raise ValueError(f"cannot resume: checkpoint model {model.cfg} differs from config {cfg.model}")
+            raise ValueError(
+                f"cannot resume: checkpoint model {model.cfg} differs from config {cfg.model}"
+            )
         opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
         _load_opt(opt, extra)
         history = list(doc.get("history", []))
@@ -258,7 +286,14 @@ def train(
         if f"rng.chan.{rank}" in extra and device.type == "cpu":
             chan_gen.set_state(extra[f"rng.chan.{rank}"])
     model.to(device).train()
-    link = JsccLink(model, cfg.phy, ChannelChain.from_tables(list(cfg.channel)), tc.grad_mode, tc.equalizer).to(device)
+    link = JsccLink(
+        model,
+        cfg.phy,
+        ChannelChain.from_tables(list(cfg.channel)),
+        tc.grad_mode,
+        tc.equalizer,
+        tc.through_phy,
+    ).to(device)
     train_net: nn.Module = link
     if dist:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -274,7 +309,11 @@ def train(
     def meta(step: int, seconds: float, images: int) -> dict:
         return {
             "config": cfg.to_dict(),
-            "dataset": {"train": train_set.describe(), "test": test_set.describe(), "test_tiles": len(tiles)},
+            "dataset": {
+                "train": train_set.describe(),
+                "test": test_set.describe(),
+                "test_tiles": len(tiles),
+            },
             "history": history,
             "step": step,
             "train_seconds": seconds,
@@ -289,7 +328,8 @@ def train(
     t0 = time.time()
     seen = 0
     loss_avg = None
-    for step in range(start + 1, tc.steps + 1):
+    last = tc.steps if until is None else min(until, tc.steps)
+    for step in range(start + 1, last + 1):
         for gparam in opt.param_groups:
             gparam["lr"] = _lr(tc, step)
         x = sampler(tc.batch_size).to(device)
@@ -302,11 +342,21 @@ def train(
         seen += tc.batch_size * world
         lv = float(loss.detach())
         loss_avg = lv if loss_avg is None else 0.98 * loss_avg + 0.02 * lv
-        bar.update(step, tc.steps, loss_avg, 10 * math.log10(1 / max(loss_avg, 1e-10)), seen / (time.time() - t0))
-        if rank == 0 and (step % tc.eval_every == 0 or step == tc.steps):
-            ev = evaluate(model, cfg.phy, cfg.channel, tc.eval_snr_db, tiles, equalizer=tc.equalizer)
+        bar.update(
+            step,
+            tc.steps,
+            loss_avg,
+            10 * math.log10(1 / max(loss_avg, 1e-10)),
+            seen / (time.time() - t0),
+        )
+        if rank == 0 and (step % tc.eval_every == 0 or step == last):
+            ev = evaluate(
+                model, cfg.phy, cfg.channel, tc.eval_snr_db, tiles, equalizer=tc.equalizer
+            )
             model.train()
-            history.append({"step": step, "train_loss": loss_avg, "eval": {str(k): v for k, v in ev.items()}})
+            history.append(
+                {"step": step, "train_loss": loss_avg, "eval": {str(k): v for k, v in ev.items()}}
+            )
             extra = _opt_tensors(opt)
             extra[f"rng.data.{rank}"] = data_gen.get_state()
             if device.type == "cpu":

@@ -56,7 +56,7 @@ class FrameBuilder:
         pay = modulate(
             cfg, map_resources(cfg, self.payload_grid(symbols), first_symbol=cfg.header_symbols)
         )
-        pre = torch.from_numpy(np.concatenate([self._sts, self._lts])).to(dev, dt).expand(b, -1)
+        pre = to_torch(np.concatenate([self._sts, self._lts]), dt, dev).expand(b, -1)
         return torch.cat([pre, hdr, pay], dim=-1)
 
     def build_numpy(self, symbols: np.ndarray, header: Header) -> np.ndarray:

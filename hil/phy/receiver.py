@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..convert import to_numpy, to_torch
+from ..convert import to_numpy, to_numpy_real, to_torch
 from .header import Header, HeaderError, decode_header_bits, parse_header_bits
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult
@@ -287,11 +287,10 @@ def _row(res: RxResult, i: int) -> dict:
         "snr_db": float(res.snr_db[i]),
         "evm_pilots": float(res.evm_pilots[i]),
         "symbols": to_numpy(res.symbols[i]),
-        "symbol_gain": res.symbol_gain[i].float().numpy().copy(),
+        "symbol_gain": to_numpy_real(res.symbol_gain[i]),
     }
 
 
 def viterbi_decode_batch(header_llr: torch.Tensor, cfg: OfdmConfig) -> np.ndarray:
     """[B, header LLRs] -> [B, header bits], or raises nothing: bad rows decode to bits the CRC rejects."""
-    llr = header_llr.detach().to("cpu", torch.float64).numpy()
-    return decode_header_bits(llr, cfg)
+    return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg)

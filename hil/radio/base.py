@@ -1,0 +1,88 @@
+"""The radio interface every backend implements.
+
+Samples cross it as numpy complex64 at full scale 1.0 in both directions;
+each backend owns the scaling to and from its device units.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import RadioConfig
+
+
+class RadioError(RuntimeError):
+    """A radio that cannot do what was asked, with the reason and the fix."""
+
+
+@dataclass
+class RxBlock:
+    """What one ``rx()`` returns.
+
+    Attributes:
+        samples: [n] complex64, full scale 1.0.
+        counter: device sample index of samples[0]; lost samples advance it,
+            so a jump larger than the previous block's length is a gap.
+        flags: transport flags (``hil.transport.OVERFLOW``, ``DROP``) for this block.
+        lost: samples known or estimated lost just before this block.
+    """
+
+    samples: np.ndarray
+    counter: int
+    flags: int = 0
+    lost: int = 0
+
+
+class Radio(abc.ABC):
+    """configure -> tx / rx -> close. ``close()`` leaves the transmitter silent."""
+
+    cfg: RadioConfig
+
+    @abc.abstractmethod
+    def configure(self, cfg: RadioConfig) -> None: ...
+
+    @abc.abstractmethod
+    def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        """Queue samples ([n] complex, |x| <= 1) for transmission; ``cyclic`` repeats them until
+        the next ``tx`` or ``close``."""
+
+    @abc.abstractmethod
+    def rx(self, n: int | None = None) -> RxBlock:
+        """Receive the next block (n samples, default the configured buffer size)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def tx_active(self) -> bool:
+        """True while anything is being radiated (a cyclic buffer or queued samples)."""
+
+    def set_rx_gain(self, gain_db: float) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def check_tx_samples(samples: np.ndarray) -> np.ndarray:
+    """Validate TX samples: 1-D complex, finite, within full scale (tiny excess clipped)."""
+    x = np.asarray(samples)
+    if x.ndim != 1 or not np.iscomplexobj(x):
+        raise ValueError(f"tx samples must be 1-D complex, got {x.dtype} {x.shape}")
+    x = x.astype(np.complex64, copy=False)
+    if len(x) and not np.isfinite(x.view(np.float32)).all():
+        raise ValueError("tx samples contain NaN/inf")
+    peak = float(np.abs(x).max()) if len(x) else 0.0
+    if peak > 1.0 + 1e-3:
+        raise ValueError(
+            f"tx samples exceed full scale (peak {peak:.3f} > 1.0); scale them with hil.phy.to_full_scale"
+        )
+    return x

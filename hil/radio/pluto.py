@@ -1,0 +1,234 @@
+"""The ``pluto`` backend: an ADALM-PLUTO through pyadi-iio.
+
+What it takes care of, because pyadi-iio does not:
+- validated configuration mapped to the driver's attributes, in an order the
+  driver accepts (gain mode before gain; buffer sizes and kernel buffer count
+  before the first buffer exists);
+- scaling: ``tx`` takes full scale 1.0 and writes int16 at 2**14 (the DAC
+  keeps the top 12 bits); ``rx`` returns complex128 ADC codes (+-2048) from
+  pyadi, which become complex64 at full scale 1.0;
+- the stale kernel buffers at RX start are read and discarded;
+- non-cyclic streaming TX in fixed-size buffers (pyadi refuses a second
+  buffer of another size), zero-padded when short; cyclic TX destroys the
+  previous buffer first (pyadi refuses to replace a cyclic buffer);
+- an overflow heuristic: pyadi reports no overruns, so a gap between rx()
+  returns longer than the kernel buffers can hold marks the block OVERFLOW
+  and advances the sample counter by the estimated loss;
+- a silent transmitter on close, on error and at interpreter exit
+  (``tx_destroy_buffer``; a cyclic carrier otherwise keeps radiating);
+- clear errors for a missing libiio, a wrong URI, no device.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+import weakref
+
+import numpy as np
+
+from ..transport.wire import OVERFLOW
+from .base import Radio, RadioError, RxBlock, check_tx_samples
+from .config import RadioConfig
+
+log = logging.getLogger("hil.radio.pluto")
+
+DRIVE = 2**14  # int16 code for full scale 1.0
+ADC_FS = 2048.0
+
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _silence_all() -> None:  # pragma: no cover - exercised at interpreter exit
+    for r in list(_OPEN):
+        try:
+            r.close()
+        except Exception:
+            pass
+
+
+def open_pluto(uri: str):
+    """adi.Pluto(uri) with errors that say what to do."""
+    try:
+        import adi
+    except ImportError as exc:
+        raise RadioError(
+            "pyadi-iio is not installed: pip install -e '.[pluto]' (it needs the libiio C library: "
+            "apt-get install libiio0, which pairs with pylibiio==0.25)"
+        ) from exc
+    except OSError as exc:
+        raise RadioError(f"libiio could not be loaded ({exc}); apt-get install libiio0") from exc
+    try:
+        return adi.Pluto(uri=uri)
+    except Exception as exc:  # pyadi raises bare Exception and OSError/ConnectionError variants
+        raise RadioError(
+            f"no Pluto at {uri!r}: {exc}. Check the cable / IP (ping 192.168.2.1), "
+            "`iio_info -s` to list devices, and the URI form ip:HOST or usb:BUS.DEV.N"
+        ) from exc
+
+
+class PlutoRadio(Radio):
+    """Drive an ADALM-PLUTO. ``device`` injects a pyadi-like object (tests use a fake)."""
+
+    def __init__(self, cfg: RadioConfig, device=None):
+        self.cfg = cfg
+        self.sdr = None
+        self._device = device
+        self._cyclic = False
+        self._tx_buf_len: int | None = None
+        self._counter = 0
+        self._last_rx: float | None = None
+        self.overflows = 0
+        self.configure(cfg)
+        _OPEN.add(self)
+
+    def configure(self, cfg: RadioConfig) -> None:
+        if cfg.backend != "pluto":
+            raise RadioError(f"PlutoRadio needs backend 'pluto', got {cfg.backend!r}")
+        if self.sdr is not None:
+            self._silence()
+        self.cfg = cfg
+        sdr = self._device if self._device is not None else open_pluto(cfg.uri)
+        self.sdr = sdr
+        try:
+            rxadc = getattr(sdr, "_rxadc", None)
+            if rxadc is not None and hasattr(rxadc, "set_kernel_buffers_count"):
+                rxadc.set_kernel_buffers_count(cfg.kernel_buffers)
+            sdr.sample_rate = int(cfg.sample_rate_hz)
+            sdr.rx_lo = int(cfg.lo_hz)
+            sdr.tx_lo = int(cfg.lo_hz)
+            sdr.rx_rf_bandwidth = int(cfg.rx_bw)
+            sdr.tx_rf_bandwidth = int(cfg.tx_bw)
+            sdr.gain_control_mode_chan0 = cfg.rx_gain_mode
+            if cfg.rx_gain_mode == "manual":
+                sdr.rx_hardwaregain_chan0 = float(cfg.rx_gain_db)
+            sdr.tx_hardwaregain_chan0 = float(cfg.tx_gain_db)
+            sdr.rx_buffer_size = int(cfg.rx_buffer_size)
+            if hasattr(type(sdr), "loopback") or hasattr(sdr, "loopback"):
+                sdr.loopback = int(cfg.loopback)
+            sdr.tx_cyclic_buffer = False
+        except RadioError:
+            raise
+        except Exception as exc:
+            raise RadioError(f"configuring the Pluto at {cfg.uri} failed: {exc}") from exc
+        self._check_readback()
+        self._flush()
+
+    def _check_readback(self) -> None:
+        """The driver rounds some values; refuse settings that did not take."""
+        sdr, cfg = self.sdr, self.cfg
+        got = float(sdr.rx_lo)
+        if abs(got - cfg.lo_hz) > 10:
+            raise RadioError(f"rx_lo read back as {got:g} Hz, asked {cfg.lo_hz:g}")
+        rate = float(sdr.sample_rate)
+        if abs(rate - cfg.sample_rate_hz) > 0.01 * cfg.sample_rate_hz:
+            raise RadioError(f"sample_rate read back as {rate:g}, asked {cfg.sample_rate_hz:g}")
+
+    def _flush(self) -> None:
+        """Read and discard the kernel buffers that hold samples from before the configuration."""
+        for _ in range(self.cfg.kernel_buffers):
+            self.sdr.rx()
+        self._last_rx = time.monotonic()
+
+    # ---------------------------------------------------------------------- TX
+    def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        x = check_tx_samples(samples)
+        try:
+            if cyclic:
+                self._destroy_tx()
+                self.sdr.tx_cyclic_buffer = True
+                self.sdr.tx((x * DRIVE).astype(np.complex128))
+                self._cyclic = True
+                return
+            if self._cyclic:
+                self._destroy_tx()
+                self.sdr.tx_cyclic_buffer = False
+            n = self.cfg.tx_buffer_size
+            for a in range(0, len(x), n):
+                blk = np.zeros(n, np.complex128)  # fixed size: pyadi refuses another length
+                part = x[a : a + n]
+                blk[: len(part)] = part * DRIVE
+                self.sdr.tx(blk)
+                self._tx_buf_len = n
+        except Exception as exc:
+            self._silence()
+            raise RadioError(f"Pluto TX failed: {exc}; transmitter silenced") from exc
+
+    def stop_cyclic(self) -> None:
+        if self._cyclic:
+            self._destroy_tx()
+
+    def _destroy_tx(self) -> None:
+        try:
+            self.sdr.tx_destroy_buffer()
+        finally:
+            self._cyclic = False
+            self._tx_buf_len = None
+
+    @property
+    def tx_active(self) -> bool:
+        return self._cyclic
+
+    # ---------------------------------------------------------------------- RX
+    def rx(self, n: int | None = None) -> RxBlock:
+        want = n or self.cfg.rx_buffer_size
+        if want != self.cfg.rx_buffer_size:
+            raise RadioError(
+                f"the Pluto's RX buffer holds {self.cfg.rx_buffer_size} samples (fixed once created); "
+                f"rx({want}) would need a new buffer: reconfigure rx_buffer_size instead"
+            )
+        try:
+            raw = self.sdr.rx()
+        except Exception as exc:
+            self._silence()
+            raise RadioError(
+                f"Pluto RX failed ({exc}); the device may be gone. Transmitter silenced"
+            ) from exc
+        now = time.monotonic()
+        flags, lost = 0, 0
+        dur = want / self.cfg.sample_rate_hz
+        if self._last_rx is not None:
+            # kernel buffers absorb a late read of up to kernel_buffers buffers; beyond that, samples were lost
+            gap = now - self._last_rx - dur * self.cfg.kernel_buffers
+            if gap > 0.5 * dur:
+                lost = int(gap * self.cfg.sample_rate_hz)
+                flags |= OVERFLOW
+                self.overflows += 1
+                log.warning("RX late by %.1f ms: about %d samples lost (overflow)", gap * 1e3, lost)
+        self._last_rx = now
+        raw = np.asarray(raw)
+        if raw.ndim != 1 or len(raw) != want:
+            raise RadioError(f"Pluto returned {raw.shape} samples, expected [{want}]")
+        self._counter += lost
+        blk = RxBlock(
+            (raw / ADC_FS).astype(np.complex64), counter=self._counter, flags=flags, lost=lost
+        )
+        self._counter += want
+        return blk
+
+    def set_rx_gain(self, gain_db: float) -> None:
+        if self.cfg.rx_gain_mode != "manual":
+            raise RadioError(
+                f"the driver ignores rx gain writes in gain mode {self.cfg.rx_gain_mode!r}; set rx_gain_mode = 'manual'"
+            )
+        self.sdr.rx_hardwaregain_chan0 = float(gain_db)
+
+    # ------------------------------------------------------------------- close
+    def _silence(self) -> None:
+        if self.sdr is None:
+            return
+        try:
+            self.sdr.tx_destroy_buffer()
+        except Exception as exc:
+            log.warning("tx_destroy_buffer failed: %s", exc)
+        self._cyclic = False
+        try:
+            self.sdr.rx_destroy_buffer()
+        except Exception as exc:
+            log.warning("rx_destroy_buffer failed: %s", exc)
+
+    def close(self) -> None:
+        self._silence()
+        _OPEN.discard(self)

@@ -1,0 +1,270 @@
+"""The simulated ADALM-PLUTO.
+
+``SimEngine`` is the device: a TX timeline of bursts through the channel
+chain of ``hil.channel`` (sample level, no gradients), the RX front end
+(gain or AGC, IQ imbalance, DC offset, thermal noise between bursts, 12-bit
+ADC at +-2048 with saturation), stale kernel buffers at RX start, injected
+sample drops, and optional pacing at the sample rate. ``SimRadio`` is the
+backend that drives it through the radio interface (flushing stale buffers
+like the Pluto backend does). The Pluto twin serves the same engine over the
+libiio protocol.
+
+Units inside the engine: ADC/DAC codes (+-2048 at full scale, 12 bits); the
+DAC takes the top 12 bits of the int16 the driver writes (drive level 2**14
+for full scale 1.0, i.e. about -6 dBFS of the int16 range).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+
+import numpy as np
+import torch
+
+from ..channel import ChannelChain
+from ..convert import to_numpy, to_torch
+from ..transport.wire import DROP, OVERFLOW
+from .base import Radio, RadioError, RxBlock, check_tx_samples
+from .config import RX_GAIN, RadioConfig
+
+ADC_FS = 2048.0
+REF_GAIN_DB = 40.0  # sim.noise_dbfs and the signal level are referred to this RX gain
+LATENCY = 2048  # samples between tx() and the burst reaching the antenna
+
+
+class SimEngine:
+    """Device model; times are RX sample indices."""
+
+    def __init__(self, cfg: RadioConfig):
+        self.cfg = cfg
+        s = cfg.sim
+        self.rng = np.random.default_rng(s.seed)
+        self.gen = torch.Generator().manual_seed(s.seed + 1)
+        self.chain = ChannelChain.from_tables(s.stages()) if s.stages() else None
+        self.rx_count = 0  # device time (RX samples since start, including lost ones)
+        self.tx_time = 0  # end of the last queued burst
+        self.bursts: deque[tuple[int, np.ndarray]] = (
+            deque()
+        )  # (start, complex128 at the RX antenna, full-scale units)
+        self.cyclic: tuple[int, np.ndarray] | None = None
+        self.gain_db = cfg.rx_gain_db if cfg.rx_gain_mode == "manual" else 71.0  # AGC starts high
+        self.manual_gain_db = cfg.rx_gain_db
+        self.stale_left = s.stale_buffers
+        self.blocks = 0
+        self.pending_drop = 0
+        self.t0 = time.monotonic()
+        self.cfo_hz = s.ppm * 1e-6 * cfg.lo_hz
+        self._pn_phase = 0.0
+        self.dc = 0j
+        if s.dc_offset_dbfs is not None:
+            a = 10 ** (s.dc_offset_dbfs / 20) * ADC_FS
+            self.dc = a * np.exp(1j * self.rng.uniform(0, 2 * np.pi))
+        k1 = (1 + 10 ** (s.iq_gain_db / 20) * np.exp(-1j * math.radians(s.iq_phase_deg))) / 2
+        k2 = (1 - 10 ** (s.iq_gain_db / 20) * np.exp(1j * math.radians(s.iq_phase_deg))) / 2
+        self.k1, self.k2 = k1, k2
+        self.closed = False
+
+    # -------------------------------------------------------------------- TX
+    def dac(self, x: np.ndarray) -> np.ndarray:
+        """Full-scale complex -> what the DAC emits: int16 at 2**14 drive, top 12 bits kept."""
+        i16 = np.clip(np.round(x.real * 2**14), -32768, 32767).astype(np.int32) >> 4 << 4
+        q16 = np.clip(np.round(x.imag * 2**14), -32768, 32767).astype(np.int32) >> 4 << 4
+        return (i16 + 1j * q16) / 2**14
+
+    def _through_channel(self, x: np.ndarray, start: int) -> np.ndarray:
+        """Full-scale TX samples -> complex128 at the RX antenna (before RX gain), incl. XO offset."""
+        x = self.dac(x) * 10 ** ((self.cfg.tx_gain_db + self.cfg.sim.path_gain_db) / 20)
+        t = to_torch(x[None], torch.complex128)
+        tail = 32  # room for the multipath/resampling tail
+        t = torch.nn.functional.pad(t, (0, tail))
+        if self.chain is not None:
+            t = self.chain(t, generator=self.gen).y
+        if self.cfg.sim.ppm:
+            from ..channel import TimingOffset
+
+            t = TimingOffset(sfo_ppm=self.cfg.sim.ppm)(t, delay=0.0).y
+        y = to_numpy(t[0], np.complex128)
+        n = np.arange(start, start + len(y))
+        if self.cfo_hz:
+            y = y * np.exp(2j * np.pi * self.cfo_hz / self.cfg.sample_rate_hz * n)
+        return y
+
+    def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        if self.closed:
+            raise RadioError("sim radio is closed")
+        x = check_tx_samples(samples).astype(np.complex128)
+        start = max(self.tx_time, self.rx_count + LATENCY)
+        if cyclic:
+            self.cyclic = (start, self._through_channel(x, start)[: len(x)] if len(x) else x)
+            self.cyclic_len = len(x)
+            return
+        if len(x) == 0:
+            return
+        y = self._through_channel(x, start)
+        self.bursts.append((start, y))
+        self.tx_time = start + len(x)
+
+    def stop_cyclic(self) -> None:
+        self.cyclic = None
+
+    @property
+    def tx_active(self) -> bool:
+        return self.cyclic is not None or any(s + len(b) > self.rx_count for s, b in self.bursts)
+
+    @property
+    def tx_backlog(self) -> int:
+        """Samples queued but not yet on the air."""
+        return max(0, self.tx_time - self.rx_count)
+
+    # -------------------------------------------------------------------- RX
+    def inject_drop(self, n: int) -> None:
+        """Lose the next n samples (as a USB overrun would)."""
+        self.pending_drop += int(n)
+
+    def set_gain(self, gain_db: float) -> None:
+        """Like the driver: ignored unless the gain mode is manual."""
+        if self.cfg.rx_gain_mode == "manual":
+            self.gain_db = float(np.clip(gain_db, *RX_GAIN))
+            self.manual_gain_db = self.gain_db
+
+    def _signal(self, a: int, n: int) -> np.ndarray:
+        out = np.zeros(n, np.complex128)
+        for s, b in self.bursts:
+            lo, hi = max(a, s), min(a + n, s + len(b))
+            if lo < hi:
+                out[lo - a : hi - a] += b[lo - s : hi - s]
+        if self.cyclic is not None:
+            s, b = self.cyclic
+            if len(b):
+                idx = np.arange(a, a + n)
+                on = idx >= s
+                out[on] += b[(idx[on] - s) % len(b)]
+        while self.bursts and self.bursts[0][0] + len(self.bursts[0][1]) <= a:
+            self.bursts.popleft()
+        return out
+
+    def rx(self, n: int) -> RxBlock:
+        if self.closed:
+            raise RadioError("sim radio is closed")
+        if n < 1:
+            raise ValueError("rx needs n >= 1")
+        if self.stale_left > 0:  # kernel buffers filled before the configuration took effect
+            self.stale_left -= 1
+            z = self.rng.standard_normal(2 * n).view(np.complex128) * ADC_FS * 0.5
+            return RxBlock(self._adc(z), counter=-1)
+        flags, lost = 0, 0
+        s = self.cfg.sim
+        self.blocks += 1
+        if s.drop_every and self.blocks % s.drop_every == 0:
+            self.pending_drop += s.drop_samples
+        if self.pending_drop:
+            lost = self.pending_drop
+            self.rx_count += lost
+            self.pending_drop = 0
+            flags |= OVERFLOW | DROP
+        a = self.rx_count
+        if s.paced:
+            due = self.t0 + (a + n) / self.cfg.sample_rate_hz
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+        sig = self._signal(a, n)
+        if s.phase_noise_hz:
+            inc = self.rng.standard_normal(n) * math.sqrt(
+                2 * math.pi * s.phase_noise_hz / self.cfg.sample_rate_hz
+            )
+            ph = self._pn_phase + np.cumsum(inc)
+            self._pn_phase = float(ph[-1])
+            sig = sig * np.exp(1j * ph)
+        noise_amp = 10 ** (s.noise_dbfs / 20) / math.sqrt(2)
+        noise = (self.rng.standard_normal(n) + 1j * self.rng.standard_normal(n)) * noise_amp
+        g = 10 ** ((self.gain_db - REF_GAIN_DB) / 20)
+        v = (sig + noise) * g * ADC_FS
+        v = self.k1 * v + self.k2 * np.conj(v) + self.dc
+        self._agc(v)
+        self.rx_count += n
+        return RxBlock(self._adc(v), counter=a, flags=flags, lost=lost)
+
+    def _agc(self, v: np.ndarray) -> None:
+        mode = self.cfg.rx_gain_mode
+        if mode == "manual":
+            return
+        rms = math.sqrt(float(np.mean(np.abs(v) ** 2)) + 1e-12) / ADC_FS
+        err = -12.0 - 20 * math.log10(max(rms, 1e-9))  # aim at -12 dBFS RMS
+        step = err if mode == "fast_attack" else float(np.clip(err, -3.0, 1.0))
+        self.gain_db = float(np.clip(self.gain_db + step, *RX_GAIN))
+
+    @staticmethod
+    def _adc(v: np.ndarray) -> np.ndarray:
+        """12-bit ADC: codes -2048..2047 with saturation -> full scale 1.0, complex64."""
+        i = np.clip(np.round(v.real), -2048, 2047)
+        q = np.clip(np.round(v.imag), -2048, 2047)
+        return ((i + 1j * q) / ADC_FS).astype(np.complex64)
+
+    def raw_rx(self, n: int) -> tuple[np.ndarray, RxBlock]:
+        """rx as pyadi-iio returns it: complex128 ADC codes."""
+        blk = self.rx(n)
+        return blk.samples.astype(np.complex128) * ADC_FS, blk
+
+    def close(self) -> None:
+        self.cyclic = None
+        self.bursts.clear()
+        self.tx_time = self.rx_count
+        self.closed = True
+
+
+class SimRadio(Radio):
+    """The ``sim`` backend."""
+
+    def __init__(self, cfg: RadioConfig | None = None):
+        self.engine: SimEngine | None = None
+        self.cfg = cfg or RadioConfig()
+        self.configure(self.cfg)
+
+    def configure(self, cfg: RadioConfig) -> None:
+        if cfg.backend != "sim":
+            raise RadioError(f"SimRadio needs backend 'sim', got {cfg.backend!r}")
+        if self.engine is not None:
+            self.engine.close()
+        self.cfg = cfg
+        self.engine = SimEngine(cfg)
+        for _ in range(cfg.kernel_buffers):  # flush the stale kernel buffers, as on a Pluto
+            self.engine.rx(cfg.rx_buffer_size)
+        self.engine.stale_left = 0
+
+    def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        self.engine.tx(samples, cyclic)
+
+    def stop_cyclic(self) -> None:
+        self.engine.stop_cyclic()
+
+    def rx(self, n: int | None = None) -> RxBlock:
+        return self.engine.rx(n or self.cfg.rx_buffer_size)
+
+    def set_rx_gain(self, gain_db: float) -> None:
+        if self.cfg.rx_gain_mode != "manual":
+            raise RadioError(
+                f"rx gain is set by the AGC in mode {self.cfg.rx_gain_mode!r}; set rx_gain_mode = 'manual' first"
+            )
+        self.engine.set_gain(gain_db)
+
+    @property
+    def rx_gain_db(self) -> float:
+        return self.engine.gain_db
+
+    @property
+    def tx_active(self) -> bool:
+        return self.engine is not None and not self.engine.closed and self.engine.tx_active
+
+    @property
+    def tx_backlog(self) -> int:
+        return self.engine.tx_backlog
+
+    def inject_drop(self, n: int) -> None:
+        self.engine.inject_drop(n)
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()

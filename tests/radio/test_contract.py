@@ -1,0 +1,131 @@
+"""One contract, every backend: sim, the Pluto backend on a fake pyadi device, and a real Pluto."""
+
+import numpy as np
+import pytest
+
+from hil.phy import FrameBuilder, FrameReceiver, Header, to_full_scale
+from hil.radio import RadioConfig, RadioError, SimConfig
+from hil.radio.pluto import PlutoRadio
+from hil.radio.sim import SimRadio
+
+from .fake_pluto import FakePluto
+
+FB = FrameBuilder()
+SIM = SimConfig(channel="awgn", path_gain_db=0.0, noise_dbfs=-45.0, seed=3)
+
+
+def _frame(seq=1):
+    rng = np.random.default_rng(seq)
+    s = ((rng.normal(size=96) + 1j * rng.normal(size=96)) / np.sqrt(2)).astype(np.complex64)
+    h = Header(seq=seq, item_id=seq, fingerprint=b"contract", payload_len=96, shape=(3, 8, 8))
+    x, _ = to_full_scale(FB.build_numpy(s, h), rms_dbfs=-12.0)
+    return x, h
+
+
+@pytest.fixture(params=["sim", "pluto-fake", "pluto-hw"])
+def make_radio(request):
+    made = []
+
+    def factory(**kw):
+        base = dict(
+            rx_buffer_size=8192,
+            tx_buffer_size=8192,
+            rx_gain_mode="manual",
+            rx_gain_db=40.0,
+            tx_gain_db=-10.0,
+        )
+        base.update(kw)
+        if request.param == "sim":
+            r = SimRadio(RadioConfig(backend="sim", sim=SIM, **base))
+        elif request.param == "pluto-fake":
+            fake = FakePluto(SIM)
+            r = PlutoRadio(RadioConfig(backend="pluto", uri="ip:fake", **base), device=fake)
+            r.fake = fake
+        else:
+            uri = request.config.getoption("--pluto-uri")
+            if not uri:
+                pytest.skip("hardware test: pass --pluto-uri to run it on a real Pluto")
+            r = PlutoRadio(RadioConfig(backend="pluto", uri=uri, loopback=1, **base))
+        made.append(r)
+        return r
+
+    yield factory
+    for r in made:
+        r.close()
+
+
+def _receive(radio, blocks):
+    fr = FrameReceiver(FB.cfg)
+    events, counters = [], []
+    for _ in range(blocks):
+        b = radio.rx()
+        assert b.samples.dtype == np.complex64 and b.samples.ndim == 1
+        counters.append((b.counter, len(b.samples)))
+        events += fr.push(b.samples)
+    return events, counters
+
+
+def test_rx_blocks_are_contiguous_complex64(make_radio):
+    r = make_radio()
+    _, counters = _receive(r, 5)
+    for (c0, n0), (c1, _) in zip(counters, counters[1:], strict=False):
+        assert c1 == c0 + n0
+    assert all(n == 8192 for _, n in counters)
+
+
+def test_non_cyclic_tx_comes_back_once(make_radio):
+    r = make_radio()
+    x, h = _frame(7)
+    r.tx(x)
+    events, _ = _receive(r, 6)
+    ok = [e for e in events if e.status == "ok"]
+    assert [e.header for e in ok] == [h]
+
+
+def test_cyclic_tx_repeats_until_close(make_radio):
+    r = make_radio()
+    x, h = _frame(9)
+    gap = np.zeros(3000, np.complex64)
+    r.tx(np.concatenate([x, gap]), cyclic=True)
+    assert r.tx_active
+    events, _ = _receive(r, 6)
+    ok = [e for e in events if e.status == "ok"]
+    assert len(ok) >= 5 and all(e.header == h for e in ok)
+    r.close()
+    assert not r.tx_active
+
+
+def test_cyclic_buffer_can_be_replaced(make_radio):
+    r = make_radio()
+    x1, _ = _frame(1)
+    x2, h2 = _frame(2)
+    r.tx(np.concatenate([x1, np.zeros(3000, np.complex64)]), cyclic=True)
+    r.tx(np.concatenate([x2, np.zeros(3000, np.complex64)]), cyclic=True)
+    events, _ = _receive(r, 6)
+    assert {e.header.seq for e in events[-3:] if e.status == "ok"} == {h2.seq}
+
+
+def test_gain_write_outside_manual_mode_raises(make_radio):
+    r = make_radio(rx_gain_mode="slow_attack")
+    with pytest.raises(RadioError, match="manual"):
+        r.set_rx_gain(10.0)
+
+
+def test_tx_validates_samples(make_radio):
+    r = make_radio()
+    with pytest.raises(ValueError, match="full scale"):
+        r.tx(np.full(100, 2.0 + 0j, np.complex64))
+    with pytest.raises(ValueError, match="NaN"):
+        r.tx(np.full(100, np.nan, np.complex64))
+    with pytest.raises(ValueError, match="1-D complex"):
+        r.tx(np.zeros(100, np.float32))
+
+
+def test_close_leaves_transmitter_silent(make_radio):
+    r = make_radio()
+    x, _ = _frame(3)
+    r.tx(x, cyclic=True)
+    r.close()
+    assert not r.tx_active
+    if hasattr(r, "fake"):
+        assert not r.fake.transmitting and r.fake.destroyed_tx >= 1
