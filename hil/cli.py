@@ -53,6 +53,13 @@ def _train(args) -> int:
     return 0
 
 
+def _export(args) -> int:
+    from .jscc.checkpoint import export_checkpoint
+
+    print(export_checkpoint(args.checkpoint, args.out))
+    return 0
+
+
 def _eval(args) -> int:
     from .jscc.evaluate import run_eval
 
@@ -87,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_train)
+
+    d = sub.add_parser("export", help="copy a checkpoint without optimiser/RNG state (for shipping)")
+    d.add_argument("--checkpoint", required=True)
+    d.add_argument("--out", required=True)
+    d.set_defaults(func=_export)
 
     d = sub.add_parser("eval", help="PSNR/SSIM vs SNR of a checkpoint on held-out images")
     d.add_argument("--checkpoint", required=True)

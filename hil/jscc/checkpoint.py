@@ -190,3 +190,14 @@ def load_checkpoint(
         )
     model.load_state_dict(state)
     return model.to(device).eval(), pcfg, doc, extra
+
+
+def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Copy a checkpoint without its optimiser and RNG state (what ships with the link)."""
+    model, phy, doc, _ = load_checkpoint(src)
+    meta = {k: v for k, v in doc.items() if k not in ("format", "fingerprint", "model", "phy")}
+    meta["exported_from"] = str(stem_of(src).name)
+    out = save_checkpoint(dst, model, phy, meta)
+    if read_meta(out)["fingerprint"] != doc["fingerprint"]:
+        raise CheckpointError("export changed the fingerprint; refusing")
+    return out

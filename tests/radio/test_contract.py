@@ -1,5 +1,7 @@
 """One contract, every backend: sim, the Pluto backend on a fake pyadi device, and a real Pluto."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,7 @@ def _receive(radio, blocks):
 def test_rx_blocks_are_contiguous_complex64(make_radio):
     r = make_radio()
     _, counters = _receive(r, 5)
-    for (c0, n0), (c1, _) in zip(counters, counters[1:], strict=False):
+    for (c0, n0), (c1, _) in itertools.pairwise(counters):
         assert c1 == c0 + n0
     assert all(n == 8192 for _, n in counters)
 
