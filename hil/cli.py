@@ -66,6 +66,15 @@ def _eval(args) -> int:
     return run_eval(args)
 
 
+def _app(name):
+    def run(args) -> int:
+        import importlib
+
+        return importlib.import_module(f"hil.apps.{name}").main(args.rest)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hil", description="Deep JSCC hardware-in-the-loop")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -95,10 +104,22 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_train)
 
-    d = sub.add_parser("export", help="copy a checkpoint without optimiser/RNG state (for shipping)")
+    d = sub.add_parser(
+        "export", help="copy a checkpoint without optimiser/RNG state (for shipping)"
+    )
     d.add_argument("--checkpoint", required=True)
     d.add_argument("--out", required=True)
     d.set_defaults(func=_export)
+
+    for name, helptext in (
+        ("tx", "encode images and stream framed IQ to the radio process"),
+        ("radio", "own a radio backend: TX samples in, RX samples out"),
+        ("rx", "find, decode and score frames in the RX stream"),
+        ("link", "run radio, rx and tx as processes on loopback (sim by default)"),
+    ):
+        d = sub.add_parser(name, help=helptext, add_help=False)
+        d.add_argument("rest", nargs=argparse.REMAINDER)
+        d.set_defaults(func=_app(name))
 
     d = sub.add_parser("eval", help="PSNR/SSIM vs SNR of a checkpoint on held-out images")
     d.add_argument("--checkpoint", required=True)
@@ -120,7 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+APPS = ("tx", "radio", "rx", "link")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in APPS:  # the processes parse their own arguments
+        import importlib
+
+        try:
+            return int(importlib.import_module(f"hil.apps.{argv[0]}").main(argv[1:]) or 0)
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"hil {argv[0]}: error: {exc}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

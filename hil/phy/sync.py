@@ -7,9 +7,11 @@ Takes arbitrary-sized chunks of a continuous complex64 stream and finds frames:
    per-sample products conj(r[n]) r[n + L] are summed per block (cheap, at the
    sample rate), the window sums and the metric M = abs(P)^2 / R^2 run at
    1/L of the rate. M is near 1 on the STS plateau and about 1/W on noise.
-2. Fine timing by cross-correlating the coarse-corrected samples with the two
-   known long training symbols, normalised by the received energy; a peak
-   below ``lts_threshold`` rejects the detection (guards against tones and DC,
+2. Fine timing by cross-correlating the coarse-corrected samples with the
+   known long training symbol, the two symbols' correlation magnitudes added
+   (non-coherently, so a residual CFO cannot cancel them) and normalised by
+   the received energy: 1 for a clean frame, ~1/64 on noise. A peak below
+   ``lts_threshold`` rejects the detection (guards against tones and DC,
    which also give a high autocorrelation metric).
 3. Fine CFO from the phase between the two long training symbols (Moose 1994).
 
@@ -54,7 +56,7 @@ class StreamSync:
     detection constants and does the maths.
     """
 
-    def __init__(self, cfg: OfdmConfig, threshold: float = 0.3, lts_threshold: float = 0.35):
+    def __init__(self, cfg: OfdmConfig, threshold: float = 0.3, lts_threshold: float = 0.2):
         if not 0 < threshold < 1 or not 0 < lts_threshold < 1:
             raise ValueError("thresholds must lie in (0, 1)")
         self.cfg = cfg
@@ -111,9 +113,13 @@ class StreamSync:
         lags = hi - lo + 1
         if len(seg) < lags - 1 + len(self.ll):
             return None
-        corr = np.correlate(seg, self.ll, mode="valid")[:lags]
-        en = np.convolve(np.abs(seg) ** 2, np.ones(len(self.ll)), mode="valid")[:lags]
-        rho = np.abs(corr) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
+        n = self.cfg.fft_size
+        l1 = self.ll[:n]
+        c1 = np.correlate(seg, l1, mode="valid")  # half-length correlations, combined
+        e1 = np.convolve(np.abs(seg) ** 2, np.ones(n), mode="valid")  # non-coherently so that a
+        a1, a2 = np.abs(c1[:lags]), np.abs(c1[n : n + lags])  # residual CFO cannot decorrelate them
+        en = e1[:lags] + e1[n : n + lags]
+        rho = (a1 + a2) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
         i = int(np.argmax(rho))
         if rho[i] < self.lts_threshold:
             return None

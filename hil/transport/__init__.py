@@ -13,6 +13,7 @@ from .sockets import (
     send_json,
 )
 from .wire import (
+    CYCLIC,
     DROP,
     EOB,
     EOS,
@@ -29,6 +30,7 @@ from .wire import (
 )
 
 __all__ = [
+    "CYCLIC",
     "DROP",
     "EOB",
     "EOS",

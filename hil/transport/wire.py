@@ -6,7 +6,7 @@ and a raw payload of interleaved I/Q float32 (numpy complex64, little-endian).
     offset size field
     0      4    magic b"HILS"
     4      1    version (1)
-    5      1    flags (OVERFLOW, UNDERFLOW, SOB, EOB, EOS, DROP)
+    5      1    flags (OVERFLOW, UNDERFLOW, SOB, EOB, EOS, DROP, CYCLIC)
     6      2    stream id
     8      8    sequence number (per stream, +1 per message)
     16     8    sample offset (index of the first sample in the stream)
@@ -38,8 +38,10 @@ SOB = 0x04  # start of burst
 EOB = 0x08  # end of burst
 EOS = 0x10  # end of stream: no more messages follow on this stream
 DROP = 0x20  # samples were dropped between the previous message and this one
-KNOWN_FLAGS = OVERFLOW | UNDERFLOW | SOB | EOB | EOS | DROP
+CYCLIC = 0x40  # TX: repeat this burst until the next one (the Pluto's cyclic buffer)
+KNOWN_FLAGS = OVERFLOW | UNDERFLOW | SOB | EOB | EOS | DROP | CYCLIC
 FLAG_NAMES = {
+    CYCLIC: "cyclic",
     OVERFLOW: "overflow",
     UNDERFLOW: "underflow",
     SOB: "sob",

@@ -1,0 +1,68 @@
+"""Shared process plumbing: logging, graceful stop on SIGINT/SIGTERM, items and references."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+DEFAULT_CHECKPOINT = "jscc_k6"
+
+
+def shipped_checkpoint(name: str = DEFAULT_CHECKPOINT) -> Path:
+    """Path (stem) of a checkpoint shipped inside the package."""
+    p = Path(str(resources.files("hil") / "assets" / "checkpoints" / name))
+    if not p.with_suffix(".json").exists():
+        raise FileNotFoundError(f"shipped checkpoint {name} not found under {p.parent}")
+    return p
+
+
+def resolve_checkpoint(arg: str | None) -> Path:
+    if arg is None or arg in ("k6", "jscc_k6"):
+        return shipped_checkpoint("jscc_k6")
+    if arg in ("k12", "jscc_k12"):
+        return shipped_checkpoint("jscc_k12")
+    return Path(arg)
+
+
+def setup_logging(name: str, verbose: bool = False) -> logging.Logger:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format=f"%(asctime)s {name} %(levelname)s %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+    return logging.getLogger(f"hil.{name}")
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM (in the main thread) or by code; processes poll it."""
+
+    def __init__(self, install: bool = True):
+        self.event = threading.Event()
+        self.signal: int | None = None
+        if install and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, self._handle)
+
+    def _handle(self, signum, _frame):
+        self.signal = signum
+        self.event.set()
+
+    def __bool__(self) -> bool:
+        return self.event.is_set()
+
+    def set(self) -> None:
+        self.event.set()
+
+
+def items(dataset: str, crop: int, count: int, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
+    """The link's items: deterministic held-out tiles, so tx and rx agree on item ids without talking."""
+    from ..jscc.data import fixed_tiles, open_dataset
+
+    return fixed_tiles(open_dataset(dataset, "test"), crop, count, seed)

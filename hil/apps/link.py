@@ -1,0 +1,287 @@
+"""``hil link``: the whole system on one machine: radio, rx and tx as separate processes on loopback.
+
+Starts them, waits for the transmitter and the receiver to finish, stops the
+radio, prints a summary table (``--json``: the summary as JSON) and writes a
+report folder: original-vs-received image grid, constellation, PSNR per
+frame, and the summary JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..transport import free_tcp_endpoint
+from .common import items, resolve_checkpoint, setup_logging
+
+FIRMWARE = Path(__file__).resolve().parents[2] / "firmware_configs"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hil link", description=__doc__)
+    p.add_argument(
+        "--radio", choices=["sim", "pluto"], default="sim", help="backend (default: sim)"
+    )
+    p.add_argument("--uri", help="Pluto URI, e.g. ip:192.168.2.1 (or the twin's ip:127.0.0.1:PORT)")
+    p.add_argument(
+        "--profile", help="TOML profile (default: firmware_configs/sim_two_pluto.toml for sim)"
+    )
+    p.add_argument("--snr", type=float, default=None, help="sim: Es/N0 during frames, dB")
+    p.add_argument("--checkpoint", default=None, help="default: the shipped k/n=1/6 model")
+    p.add_argument("--count", type=int, default=32, help="images to send")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--crop", type=int, default=32)
+    p.add_argument("--dataset", default="builtin")
+    p.add_argument(
+        "--pace", action="store_true", help="transmit in real time (sim: also pace the radio)"
+    )
+    p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def _cmd(*args) -> list[str]:
+    return [sys.executable, "-m", "hil.cli", *map(str, args)]
+
+
+def run_link(a) -> tuple[int, dict, Path]:
+    log = setup_logging("link", a.verbose)
+    out = Path(a.out or f"runs/link-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    profile = a.profile or (str(FIRMWARE / "sim_two_pluto.toml") if a.radio == "sim" else None)
+    ep_tx, ep_rx, ep_ctrl, ep_tel = (free_tcp_endpoint() for _ in range(4))
+    ckpt = str(resolve_checkpoint(a.checkpoint))
+    radio_cmd = _cmd("radio", "--tx", ep_tx, "--rx", ep_rx, "--telemetry", ep_tel)
+    if profile:
+        radio_cmd += ["--profile", profile]
+    if a.radio == "pluto":
+        radio_cmd += ["--backend", "pluto"]
+        if a.uri:
+            radio_cmd += ["--uri", a.uri]
+    if a.snr is not None:
+        radio_cmd += ["--snr", a.snr]
+    rx_cmd = _cmd(
+        "rx",
+        "--radio",
+        ep_rx,
+        "--control",
+        ep_ctrl,
+        "--checkpoint",
+        ckpt,
+        "--dataset",
+        a.dataset,
+        "--crop",
+        a.crop,
+        "--count",
+        a.count,
+        "--summary",
+        out / "summary_rx.json",
+        "--metrics",
+        out / "frames.jsonl",
+        "--save-images",
+        out / "received",
+    )
+    tx_cmd = _cmd(
+        "tx",
+        "--radio",
+        ep_tx,
+        "--control",
+        ep_ctrl,
+        "--checkpoint",
+        ckpt,
+        "--dataset",
+        a.dataset,
+        "--crop",
+        a.crop,
+        "--count",
+        a.count,
+        "--repeat",
+        a.repeat,
+    )
+    if a.pace:
+        tx_cmd.append("--pace")
+    env = dict(
+        os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")
+    )
+    logs = {n: open(out / f"{n}.log", "w") for n in ("radio", "rx", "tx")}
+    procs = {}
+    t0 = time.monotonic()
+    rc = 0
+    try:
+        procs["radio"] = subprocess.Popen(
+            radio_cmd, stdout=logs["radio"], stderr=subprocess.STDOUT, env=env
+        )
+        procs["rx"] = subprocess.Popen(rx_cmd, stdout=logs["rx"], stderr=subprocess.STDOUT, env=env)
+        procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
+        deadline = t0 + a.timeout
+        for name in ("tx", "rx"):
+            left = max(1.0, deadline - time.monotonic())
+            try:
+                code = procs[name].wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                log.error("%s did not finish within %.0f s", name, a.timeout)
+                code = -1
+            if code != 0:
+                log.error("%s exited with %s (log: %s)", name, code, out / f"{name}.log")
+                rc = rc or 1
+    except KeyboardInterrupt:
+        rc = 130
+    finally:
+        for name in ("tx", "rx", "radio"):
+            p = procs.get(name)
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for name, p in procs.items():
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                log.error("%s did not stop; killing it", name)
+                p.kill()
+                p.wait()
+        for f in logs.values():
+            f.close()
+    wall = time.monotonic() - t0
+    summary_path = out / "summary_rx.json"
+    if not summary_path.exists():
+        return rc or 1, {"error": "the receiver wrote no summary", "report": str(out)}, out
+    summary = json.loads(summary_path.read_text())
+    summary["wall_seconds"] = wall
+    summary["report"] = str(out)
+    summary["radio"] = a.radio
+    summary["profile"] = profile
+    summary["checkpoint"] = ckpt
+    summary["snr_db_set"] = a.snr
+    summary["exit_codes"] = {n: p.returncode for n, p in procs.items()}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    try:
+        write_report(out, summary, a)
+    except Exception as exc:
+        log.error("report plots failed: %s", exc)
+    return rc, summary, out
+
+
+def write_report(out: Path, summary: dict, a) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    refs, _ = items(a.dataset, a.crop, a.count)
+    recv = sorted((out / "received").glob("seq*_item*.png"))
+    shown = {}
+    for p in recv:
+        item = int(p.stem.split("item")[1])
+        shown.setdefault(item, p)
+    keys = sorted(shown)[:16]
+    if keys:
+        fig, axes = plt.subplots(
+            2, len(keys), figsize=(1.1 * len(keys), 2.6), dpi=120, squeeze=False
+        )
+        psnr_by_item = {
+            r["item_id"]: r.get("psnr_db")
+            for r in summary["per_frame"]
+            if r.get("status") == "decoded"
+        }
+        for j, k in enumerate(keys):
+            axes[0, j].imshow(refs[k].permute(1, 2, 0).numpy())
+            axes[1, j].imshow(np.asarray(Image.open(shown[k])))
+            axes[1, j].set_xlabel(f"{psnr_by_item.get(k, float('nan')):.1f}", fontsize=6)
+            for r in (0, 1):
+                axes[r, j].set_xticks([])
+                axes[r, j].set_yticks([])
+        axes[0, 0].set_ylabel("sent", fontsize=7)
+        axes[1, 0].set_ylabel("received", fontsize=7)
+        fig.suptitle("original (top) vs received (bottom), PSNR dB", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "grid.png")
+        plt.close(fig)
+    cpath = out / "received" / "constellation.npy"
+    if cpath.exists():
+        c = np.load(cpath, allow_pickle=False)
+        fig, ax = plt.subplots(figsize=(3.5, 3.5), dpi=120)
+        ax.plot(c.real, c.imag, ".", ms=1, alpha=0.4)
+        ax.set_aspect("equal")
+        ax.set_title("equalised JSCC symbols (analog)", fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "constellation.png")
+        plt.close(fig)
+    dec = [r for r in summary["per_frame"] if r.get("status") == "decoded" and "psnr_db" in r]
+    if dec:
+        dec.sort(key=lambda r: r["seq"])
+        fig, ax = plt.subplots(figsize=(5, 2.6), dpi=120)
+        ax.plot([r["seq"] for r in dec], [r["psnr_db"] for r in dec], ".-", lw=0.6)
+        ax.set_xlabel("frame (seq)")
+        ax.set_ylabel("PSNR (dB)")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "psnr_per_frame.png")
+        plt.close(fig)
+        with open(out / "psnr_per_frame.csv", "w") as fh:
+            fh.write("seq,item_id,psnr_db,ssim,snr_est_db,cfo_hz\n")
+            for r in dec:
+                fh.write(
+                    f"{r['seq']},{r['item_id']},{r['psnr_db']},{r.get('ssim')},{r['snr_db']},{r['cfo_hz']}\n"
+                )
+
+
+def print_table(summary: dict) -> None:
+    c = summary["counts"]
+    rows = [
+        ("frames sent", c["sent"]),
+        ("decoded", c["decoded"]),
+        ("header failed", c["header_failed"]),
+        ("refused (other model)", c["refused"]),
+        ("missed", c["missed"]),
+        ("accounting balanced", c["balanced"]),
+        (
+            "mean PSNR (dB)",
+            f"{summary['psnr_db_mean']:.2f}" if summary["psnr_db_mean"] is not None else "n/a",
+        ),
+        ("mean SSIM", f"{summary['ssim_mean']:.3f}" if summary["ssim_mean"] is not None else "n/a"),
+        (
+            "mean SNR estimate (dB)",
+            f"{summary['snr_est_db_mean']:.2f}"
+            if summary["snr_est_db_mean"] is not None
+            else "n/a",
+        ),
+        (
+            "mean CFO estimate (Hz)",
+            f"{summary['cfo_hz_mean']:.0f}" if summary["cfo_hz_mean"] is not None else "n/a",
+        ),
+        (
+            "samples lost / resyncs",
+            f"{summary['receiver']['lost_samples']} / {summary['receiver']['resyncs']}",
+        ),
+        ("wall time (s)", f"{summary['wall_seconds']:.1f}"),
+        ("report", summary["report"]),
+    ]
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{w}}  {v}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    if a.radio == "pluto" and not (a.uri or a.profile):
+        print("hil link: --radio pluto needs --uri (or a profile with radio.uri)", file=sys.stderr)
+        return 2
+    rc, summary, _ = run_link(a)
+    if a.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "frame_status"}, indent=1))
+    elif "counts" in summary:
+        print_table(summary)
+    else:
+        print(json.dumps(summary))
+    return rc

@@ -1,0 +1,205 @@
+"""``hil radio``: owns one radio backend; PULLs TX samples, PUSHes RX samples, PUBlishes telemetry.
+
+Binds its three endpoints (loopback by default). TX messages are handed to
+the backend (CYCLIC-flagged ones as a cyclic buffer); RX blocks are sent with
+their device sample counter as the sample offset and OVERFLOW/DROP flags
+when samples were lost. When the transmitter ends its stream (EOS) and
+everything queued has been on the air, the radio keeps receiving for
+``--linger`` seconds of samples, then ends the RX stream with EOS and exits
+(unless ``--serve``).
+
+Backpressure: with the simulated radio, a slow receiver slows the simulation
+(sends block). A real radio cannot wait: when the receiver's queue is full
+the block is dropped, counted, and the next message carries DROP and a jump
+in the sample offset. The TX side accepts new bursts only while less than
+``--max-tx-backlog`` seconds are queued, so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import zmq
+
+from ..radio import RadioConfig, RadioError, load_profile, open_radio
+from ..radio.config import ConfigError
+from ..transport import CYCLIC, DROP, EOS, SampleReceiver, SampleSender, make_socket, send_json
+from .common import StopFlag, setup_logging
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hil radio", description=__doc__)
+    p.add_argument("--profile", help="TOML profile with a [radio] table (default: sim, clean)")
+    p.add_argument("--backend", choices=["sim", "pluto"], help="override radio.backend")
+    p.add_argument("--uri", help="override radio.uri (Pluto), e.g. ip:192.168.2.1")
+    p.add_argument(
+        "--snr", type=float, help="sim only: set the path gain for this Es/N0 (dB) during frames"
+    )
+    p.add_argument("--tx", required=True, help="endpoint to bind for TX samples (PULL)")
+    p.add_argument("--rx", required=True, help="endpoint to bind for RX samples (PUSH)")
+    p.add_argument("--telemetry", help="endpoint to bind for telemetry (PUB)")
+    p.add_argument("--allow-remote", action="store_true", help="permit non-loopback binds")
+    p.add_argument(
+        "--linger", type=float, default=0.05, help="seconds of RX after the last TX sample"
+    )
+    p.add_argument("--max-tx-backlog", type=float, default=2.0, help="seconds of TX queued at most")
+    p.add_argument(
+        "--max-seconds", type=float, default=None, help="stop after this much device time"
+    )
+    p.add_argument("--serve", action="store_true", help="keep running after the transmitter ends")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def sim_path_gain_for_snr(cfg: RadioConfig, snr_db: float) -> float:
+    """Path gain giving Es/N0 = snr_db for frames at tx_rms_dbfs (see hil.radio.sim)."""
+    return snr_db - cfg.tx_rms_dbfs - cfg.tx_gain_db + cfg.sim.noise_dbfs
+
+
+def resolve_config(a) -> tuple[RadioConfig, str]:
+    if a.profile:
+        prof = load_profile(a.profile)
+        cfg, name = prof["radio"], prof["name"]
+    else:
+        cfg, name = RadioConfig(), "default-sim"
+    over = {}
+    if a.backend:
+        over["backend"] = a.backend
+    if a.uri:
+        over["uri"] = a.uri
+    if over:
+        cfg = cfg.replace(**over)
+    if a.snr is not None:
+        if cfg.backend != "sim":
+            raise ConfigError(
+                "--snr only applies to the sim backend; on a Pluto use tx_gain_db / an attenuator"
+            )
+        from dataclasses import replace
+
+        cfg = cfg.replace(sim=replace(cfg.sim, path_gain_db=sim_path_gain_for_snr(cfg, a.snr)))
+    return cfg, name
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    log = setup_logging("radio", a.verbose)
+    stop = StopFlag()
+    cfg, name = resolve_config(a)
+    ctx = zmq.Context.instance()
+    tx_sock = make_socket(ctx, zmq.PULL, a.tx, bind=True, allow_remote=a.allow_remote)
+    rx_sock = make_socket(ctx, zmq.PUSH, a.rx, bind=True, allow_remote=a.allow_remote)
+    tel = (
+        make_socket(ctx, zmq.PUB, a.telemetry, bind=True, allow_remote=a.allow_remote)
+        if a.telemetry
+        else None
+    )
+    tx_in = SampleReceiver(tx_sock, name="radio<-tx")
+    try:
+        radio = open_radio(cfg)
+    except (RadioError, ConfigError) as exc:
+        log.error("%s", exc)
+        return 3
+    log.info(
+        "profile %s: backend %s, LO %.3f MHz, %.3f MSps, rx gain %s %.1f dB, tx gain %.2f dB",
+        name,
+        cfg.backend,
+        cfg.lo_hz / 1e6,
+        cfg.sample_rate_hz / 1e6,
+        cfg.rx_gain_mode,
+        cfg.rx_gain_db,
+        cfg.tx_gain_db,
+    )
+    out = SampleSender(
+        rx_sock, stream_id=2, sample_rate_hz=cfg.sample_rate_hz, center_freq_hz=cfg.lo_hz
+    )
+    is_sim = cfg.backend == "sim"
+    tx_done = False
+    linger_left = int(a.linger * cfg.sample_rate_hz)
+    dropped_blocks = 0
+    pending_flags = 0
+    device_samples = 0
+    last_tel = 0.0
+    rc = 0
+    try:
+        while not stop:
+            # TX: take bursts while the queue is short (bounded memory, backpressure on tx)
+            backlog_s = getattr(radio, "tx_backlog", 0) / cfg.sample_rate_hz
+            while backlog_s < a.max_tx_backlog:
+                msg = tx_in.recv(timeout_s=0)
+                if msg is None:
+                    break
+                if msg.header.flags & EOS:
+                    tx_done = True
+                    log.info(
+                        "transmitter finished (%d messages, %d malformed dropped)",
+                        tx_in.stats.messages,
+                        tx_in.stats.malformed,
+                    )
+                    break
+                radio.tx(msg.samples, cyclic=bool(msg.header.flags & CYCLIC))
+                backlog_s = getattr(radio, "tx_backlog", 0) / cfg.sample_rate_hz
+            # RX
+            blk = radio.rx()
+            device_samples = blk.counter + len(blk.samples)
+            flags = blk.flags | pending_flags
+            if is_sim:
+                while not out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0.5):
+                    if stop:
+                        break
+                pending_flags = 0
+            elif out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0):
+                pending_flags = 0
+            else:
+                dropped_blocks += 1
+                pending_flags |= DROP
+                log.warning(
+                    "receiver too slow: dropped an RX block of %d samples", len(blk.samples)
+                )
+            if tel is not None and time.monotonic() - last_tel > 1.0:
+                last_tel = time.monotonic()
+                send_json(
+                    tel,
+                    {
+                        "type": "radio",
+                        "device_samples": device_samples,
+                        "tx_active": radio.tx_active,
+                        "tx_backlog": getattr(radio, "tx_backlog", 0),
+                        "dropped_blocks": dropped_blocks,
+                        "rx_gain_db": getattr(radio, "rx_gain_db", cfg.rx_gain_db),
+                        "tx_messages": tx_in.stats.messages,
+                        "tx_malformed": tx_in.stats.malformed,
+                    },
+                    topic=b"radio",
+                )
+            if a.max_seconds is not None and device_samples >= a.max_seconds * cfg.sample_rate_hz:
+                log.info("max-seconds reached")
+                break
+            if (
+                tx_done
+                and not a.serve
+                and getattr(radio, "tx_backlog", 0) == 0
+                and not radio.tx_active
+            ):
+                linger_left -= len(blk.samples)
+                if linger_left <= 0:
+                    break
+    except RadioError as exc:
+        log.error("radio failed: %s", exc)
+        rc = 4
+    finally:
+        try:
+            radio.close()  # leaves the transmitter silent
+        except Exception as exc:
+            log.error("closing the radio: %s", exc)
+            rc = rc or 4
+        out.end(timeout_s=5.0)
+        for s in (tx_sock, rx_sock, tel):
+            if s is not None:
+                s.close(linger=2000)
+    log.info(
+        "radio done: %.3f s of device time, %d RX blocks dropped",
+        device_samples / cfg.sample_rate_hz,
+        dropped_blocks,
+    )
+    return rc or (130 if stop.signal else 0)

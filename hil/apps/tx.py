@@ -1,0 +1,157 @@
+"""``hil tx``: encode images, frame them, stream the samples to the radio process.
+
+Sends each frame as one sample message (SOB|EOB), tells the receiver what it
+sent on the control channel (JSON: seq, item id, chunk), and ends both streams
+with EOS / ``done`` so the receiver can account for every frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+import zmq
+
+from ..convert import to_numpy
+from ..jscc.checkpoint import load_checkpoint
+from ..phy import FrameBuilder, Header, to_full_scale
+from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
+from .common import StopFlag, items, resolve_checkpoint, setup_logging
+
+MAX_PAYLOAD = 4800  # complex symbols per frame (100 OFDM symbols); larger images are chunked
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hil tx", description=__doc__)
+    p.add_argument(
+        "--checkpoint", default=None, help="checkpoint stem (default: the shipped k/n=1/6 model)"
+    )
+    p.add_argument(
+        "--radio", required=True, help="the radio process's TX endpoint (PUSH connects here)"
+    )
+    p.add_argument(
+        "--control", default=None, help="the receiver's control endpoint (frame manifest)"
+    )
+    p.add_argument(
+        "--dataset", default="builtin", help="builtin | cifar10:<dir> | folder:<dir> (test split)"
+    )
+    p.add_argument("--crop", type=int, default=32, help="image size sent (square, divisible by 4)")
+    p.add_argument("--count", type=int, default=32, help="images to send")
+    p.add_argument("--repeat", type=int, default=1, help="send the set this many times")
+    p.add_argument("--gap", type=int, default=400, help="silent samples after each frame")
+    p.add_argument(
+        "--rms-dbfs",
+        type=float,
+        default=-12.0,
+        help="frame RMS level (peaks limited at full scale)",
+    )
+    p.add_argument(
+        "--clip-papr-db", type=float, default=None, help="clip peaks at this PAPR (PAPR control)"
+    )
+    p.add_argument("--sample-rate", type=float, default=4e6, help="for the wire header (Hz)")
+    p.add_argument("--pace", action="store_true", help="emit frames no faster than their airtime")
+    p.add_argument(
+        "--cyclic", action="store_true", help="send the first frame once, flagged for cyclic repeat"
+    )
+    p.add_argument("--first-seq", type=int, default=0)
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def encode_items(model, x: torch.Tensor, batch: int = 64) -> list[np.ndarray]:
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(x), batch):
+            s = model.encoder(x[i : i + batch])
+            out.extend(to_numpy(s))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    log = setup_logging("tx", a.verbose)
+    stop = StopFlag()
+    model, phy, doc, _ = load_checkpoint(resolve_checkpoint(a.checkpoint))
+    fp = bytes.fromhex(doc["fingerprint"])
+    fb = FrameBuilder(phy)
+    x, _ids = items(a.dataset, a.crop, a.count)
+    log.info(
+        "checkpoint %s (k/n %s, fingerprint %s); %d items of %dx%d from %s",
+        a.checkpoint or "shipped",
+        model.cfg.bandwidth_ratio,
+        doc["fingerprint"],
+        len(x),
+        a.crop,
+        a.crop,
+        a.dataset,
+    )
+    symbols = encode_items(model, x)
+    ctx = zmq.Context.instance()
+    sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False)
+    ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
+    sender = SampleSender(sock, stream_id=1, sample_rate_hz=a.sample_rate)
+    shape = (3, a.crop, a.crop)
+    seq = a.first_seq
+    t0 = time.monotonic()
+    airtime = 0.0
+    sent = 0
+    try:
+        for _ in range(a.repeat):
+            for item_id, s in enumerate(symbols):
+                chunks = [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
+                for ci, c in enumerate(chunks):
+                    if stop:
+                        raise KeyboardInterrupt
+                    h = Header(
+                        seq=seq,
+                        item_id=item_id,
+                        fingerprint=fp,
+                        payload_len=len(c),
+                        shape=shape,
+                        chunk_index=ci,
+                        chunk_count=len(chunks),
+                    )
+                    f, _ = to_full_scale(fb.build_numpy(c, h), a.rms_dbfs, a.clip_papr_db)
+                    burst = np.concatenate([f, np.zeros(a.gap, np.complex64)])
+                    if ctrl is not None:
+                        send_json(
+                            ctrl,
+                            {
+                                "type": "sent",
+                                "seq": seq,
+                                "item_id": item_id,
+                                "chunk": ci,
+                                "chunks": len(chunks),
+                                "samples": len(burst),
+                            },
+                        )
+                    flags = SOB | EOB | (CYCLIC if a.cyclic else 0)
+                    while not sender.send(burst, flags=flags, timeout_s=0.5):
+                        if stop:
+                            raise KeyboardInterrupt
+                    seq += 1
+                    sent += 1
+                    airtime += len(burst) / a.sample_rate
+                    if a.pace:
+                        ahead = airtime - (time.monotonic() - t0)
+                        if ahead > 0:
+                            time.sleep(ahead)
+                    if a.cyclic:
+                        break
+                if a.cyclic:
+                    break
+    except KeyboardInterrupt:
+        log.warning("interrupted after %d frames", sent)
+    finally:
+        sender.end(timeout_s=5.0)
+        if ctrl is not None:
+            send_json(
+                ctrl, {"type": "done", "sent": sent, "first_seq": a.first_seq, "last_seq": seq - 1}
+            )
+        sock.close(linger=5000)
+        if ctrl is not None:
+            ctrl.close(linger=5000)
+    log.info("sent %d frames (%.2f s of airtime) in %.2f s", sent, airtime, time.monotonic() - t0)
+    return 0 if not stop else 130
