@@ -1,5 +1,5 @@
 # Two entry points, each sets itself up on first use:
-#   make demo   - the project's main job
+#   make demo   - the project's main job: the JSCC link on the simulated Pluto
 #   make test   - lint and the test suite
 VENV ?= .venv
 PYTHON ?= python3
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/hil demo
+	$(VENV)/bin/hil link
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hil tests scripts

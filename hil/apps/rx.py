@@ -179,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     last_print = t0
     last_data = t0
     eos = False
+    first_data = None
 
     def handle(events: list[FrameEvent]) -> None:
         ok = []
@@ -271,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
                 continue
             last_data = now
+            if first_data is None:
+                first_data = now
             h = msg.header
             gap = 0 if next_offset is None or a.raw else h.sample_offset - next_offset
             if gap < 0 and next_offset is not None:
@@ -350,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         "transmitter_done": acc.done,
         "end_of_stream": eos,
         "wall_seconds": time.monotonic() - t0,
+        "stream_seconds": (last_data - first_data) if first_data is not None else 0.0,
+        "stream_samples": stream.stats.samples,
+        "sample_rate_hz": dec.phy.sample_rate_hz,
     }
     if img_dir is not None and constellation:
         np.save(

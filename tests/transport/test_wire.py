@@ -1,0 +1,193 @@
+import struct
+
+import numpy as np
+import pytest
+import zmq
+
+from hil.transport import (
+    CYCLIC,
+    EOS,
+    OVERFLOW,
+    SampleHeader,
+    SampleReceiver,
+    SampleSender,
+    WireError,
+    check_bind,
+    decode,
+    decode_raw,
+    encode,
+    free_tcp_endpoint,
+    is_loopback,
+    make_socket,
+    recv_json,
+    send_json,
+)
+from hil.transport.wire import HEADER_SIZE, MAX_SAMPLES
+
+
+def _x(n=100, seed=0):
+    r = np.random.default_rng(seed)
+    return (r.normal(size=n) + 1j * r.normal(size=n)).astype(np.complex64)
+
+
+def test_serialize_deserialize_identity():
+    x = _x()
+    h = SampleHeader(
+        stream_id=3,
+        seq=42,
+        sample_offset=123456789,
+        sample_rate_hz=4e6,
+        center_freq_hz=2.4e9,
+        flags=OVERFLOW | CYCLIC,
+    )
+    frames = encode(h, x)
+    assert len(frames[0]) == HEADER_SIZE == 48
+    m = decode([bytes(f) for f in frames])
+    assert m.header == SampleHeader(3, 42, 123456789, 4e6, 2.4e9, OVERFLOW | CYCLIC, 100)
+    np.testing.assert_array_equal(m.samples, x)
+    assert m.samples.dtype == np.complex64
+    assert m.header.flag_names() == ["cyclic", "overflow"] or set(m.header.flag_names()) == {
+        "cyclic",
+        "overflow",
+    }
+
+
+def test_payload_is_zero_copy():
+    x = _x(1000)
+    frames = encode(SampleHeader(), x)
+    assert np.shares_memory(np.frombuffer(frames[1], np.complex64), x)
+
+
+def test_wire_layout_is_little_endian_interleaved_float32():
+    x = np.array([1 + 2j, -3.5 + 0.25j], np.complex64)
+    frames = encode(SampleHeader(seq=1), x)
+    assert bytes(frames[1]) == struct.pack("<4f", 1, 2, -3.5, 0.25)
+    assert bytes(frames[0][:4]) == b"HILS"
+
+
+def _good():
+    return [bytes(f) for f in encode(SampleHeader(seq=1, sample_rate_hz=1e6), _x(10))]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda f: [b"XXXX" + f[0][4:], f[1]], "magic"),
+        (lambda f: [f[0][:4] + b"\x09" + f[0][5:], f[1]], "version"),
+        (lambda f: [f[0][:20], f[1]], "header is"),
+        (lambda f: [f[0], f[1][:-3]], "payload is"),
+        (lambda f: [f[0]], "expected 2 frames"),
+        (lambda f: [f[0], f[1], b""], "expected 2 frames"),
+        (lambda f: [f[0][:5] + b"\x80" + f[0][6:], f[1]], "unknown flag"),
+        (lambda f: [f[0][:40] + struct.pack("<I", MAX_SAMPLES + 1) + f[0][44:], f[1]], "absurd"),
+        (lambda f: [f[0], np.full(10, np.nan, np.complex64).tobytes()], "non-finite"),
+        (lambda f: [f[0][:24] + struct.pack("<d", float("nan")) + f[0][32:], f[1]], "sample rate"),
+    ],
+)
+def test_malformed_messages_raise_wire_error(mutate, match):
+    with pytest.raises(WireError, match=match):
+        decode(mutate(_good()))
+
+
+def test_raw_mode():
+    x = _x(64)
+    np.testing.assert_array_equal(decode_raw(x.tobytes()), x)
+    with pytest.raises(WireError, match="whole number"):
+        decode_raw(x.tobytes()[:-3])
+
+
+def test_encode_refuses_wrong_dtype():
+    with pytest.raises(WireError, match="complex64"):
+        encode(SampleHeader(), np.zeros(4, np.complex128))
+
+
+@pytest.mark.parametrize(
+    ("ep", "ok"),
+    [
+        ("tcp://127.0.0.1:5555", True),
+        ("tcp://localhost:1", True),
+        ("tcp://[::1]:5", True),
+        ("ipc:///tmp/x", True),
+        ("tcp://0.0.0.0:5555", False),
+        ("tcp://192.168.2.10:5555", False),
+        ("tcp://*:5555", False),
+    ],
+)
+def test_loopback_policy(ep, ok):
+    assert is_loopback(ep) == ok
+    if ok:
+        check_bind(ep)
+    else:
+        with pytest.raises(ValueError, match="refusing to bind"):
+            check_bind(ep)
+        check_bind(ep, allow_remote=True)
+
+
+@pytest.fixture
+def pair():
+    ctx = zmq.Context()
+    ep = free_tcp_endpoint()
+    pull = make_socket(ctx, zmq.PULL, ep, bind=True)
+    push = make_socket(ctx, zmq.PUSH, ep, bind=False)
+    yield push, pull
+    push.close(0)
+    pull.close(0)
+    ctx.term()
+
+
+def test_receiver_counts_and_drops_malformed_then_keeps_going(pair):
+    push, pull = pair
+    rx = SampleReceiver(pull)
+    tx = SampleSender(push, sample_rate_hz=1e6)
+    tx.send(_x(10))
+    push.send_multipart([b"garbage", b"1234567"])
+    push.send_multipart([b"only one frame"])
+    good = _good()
+    push.send_multipart([good[0], np.full(10, np.inf, np.complex64).tobytes()])
+    tx.send(_x(20, 1))
+    tx.end()
+    got = []
+    while True:
+        m = rx.recv(timeout_s=2)
+        assert m is not None
+        got.append(m)
+        if m.header.flags & EOS:
+            break
+    assert [m.header.n_samples for m in got] == [10, 20, 0]
+    assert rx.stats.malformed == 3
+    assert rx.stats.seq_gaps == 0 and rx.stats.samples == 30
+
+
+def test_receiver_notices_sequence_and_sample_gaps(pair):
+    push, pull = pair
+    rx = SampleReceiver(pull)
+    tx = SampleSender(push)
+    tx.send(_x(10))
+    tx.seq += 2  # two messages lost
+    tx.send(_x(10), offset=50)
+    rx.recv(timeout_s=2)
+    rx.recv(timeout_s=2)
+    assert rx.stats.seq_gaps == 2 and rx.stats.sample_gaps == 40
+
+
+def test_json_control_messages(pair):
+    push, pull = pair
+    send_json(push, {"type": "sent", "seq": 1})
+    push.send(b"{not json")
+    push.send(b"[1, 2]")
+    assert recv_json(pull, 2) == {"type": "sent", "seq": 1}
+    assert recv_json(pull, 2) is None
+    assert recv_json(pull, 2) is None
+
+
+def test_finite_check_exact():
+    from hil.transport.wire import all_finite
+
+    x = _x(1000)
+    assert all_finite(x)
+    big = np.full(10, 1e30 + 1e30j, np.complex64)  # squares overflow, values are finite
+    assert all_finite(big)
+    for bad in (np.nan, np.inf, -np.inf):
+        y = x.copy()
+        y[500] = complex(0, bad)
+        assert not all_finite(y)
