@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile", help="TOML profile (default: firmware_configs/sim_two_pluto.toml for sim)"
     )
     p.add_argument("--snr", type=float, default=None, help="sim: Es/N0 during frames, dB")
+    p.add_argument("--tx-gain", type=float, default=None, help="override the profile's tx_gain_db")
     p.add_argument("--checkpoint", default=None, help="default: the shipped k/n=1/6 model")
     p.add_argument("--count", type=int, default=32, help="images to send")
     p.add_argument("--repeat", type=int, default=1)
@@ -69,7 +70,9 @@ def run_link(a) -> tuple[int, dict, Path]:
         if a.uri:
             radio_cmd += ["--uri", a.uri]
     if a.snr is not None:
-        radio_cmd += ["--snr", a.snr]
+        radio_cmd += ["--snr", str(a.snr)]
+    if a.tx_gain is not None:
+        radio_cmd += ["--tx-gain", str(a.tx_gain)]
     rx_cmd = _cmd(
         "rx",
         "--radio",
@@ -124,15 +127,24 @@ def run_link(a) -> tuple[int, dict, Path]:
         procs["rx"] = subprocess.Popen(rx_cmd, stdout=logs["rx"], stderr=subprocess.STDOUT, env=env)
         procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
         deadline = t0 + a.timeout
+        # wait for tx and rx; if any process dies with an error, stop the others at once
+        while any(procs[n].poll() is None for n in ("tx", "rx")):
+            bad = [n for n, p in procs.items() if p.poll() not in (None, 0)]
+            if bad:
+                for n in bad:
+                    log.error(
+                        "%s exited with %s (log: %s)", n, procs[n].returncode, out / f"{n}.log"
+                    )
+                rc = 1
+                break
+            if time.monotonic() > deadline:
+                log.error("the link did not finish within %.0f s", a.timeout)
+                rc = 1
+                break
+            time.sleep(0.1)
         for name in ("tx", "rx"):
-            left = max(1.0, deadline - time.monotonic())
-            try:
-                code = procs[name].wait(timeout=left)
-            except subprocess.TimeoutExpired:
-                log.error("%s did not finish within %.0f s", name, a.timeout)
-                code = -1
-            if code != 0:
-                log.error("%s exited with %s (log: %s)", name, code, out / f"{name}.log")
+            code = procs[name].poll()
+            if code not in (None, 0):
                 rc = rc or 1
     except KeyboardInterrupt:
         rc = 130

@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--snr", type=float, help="sim only: set the path gain for this Es/N0 (dB) during frames"
     )
+    p.add_argument("--tx-gain", type=float, help="override radio.tx_gain_db (-89.75..0 dB)")
     p.add_argument("--tx", required=True, help="endpoint to bind for TX samples (PULL)")
     p.add_argument("--rx", required=True, help="endpoint to bind for RX samples (PUSH)")
     p.add_argument("--telemetry", help="endpoint to bind for telemetry (PUB)")
@@ -68,6 +69,8 @@ def resolve_config(a) -> tuple[RadioConfig, str]:
         over["backend"] = a.backend
     if a.uri:
         over["uri"] = a.uri
+    if a.tx_gain is not None:
+        over["tx_gain_db"] = a.tx_gain
     if over:
         cfg = cfg.replace(**over)
     if a.snr is not None:

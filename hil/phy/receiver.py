@@ -84,7 +84,7 @@ class FrameReceiver:
         receiver: OfdmReceiver | None = None,
         max_payload: int = 1 << 16,
         threshold: float = 0.3,
-        lts_threshold: float = 0.2,
+        lts_threshold: float = 0.35,
     ):
         self.cfg = cfg or OfdmConfig()
         self.rx = receiver or OfdmReceiver(self.cfg)

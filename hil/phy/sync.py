@@ -10,9 +10,13 @@ Takes arbitrary-sized chunks of a continuous complex64 stream and finds frames:
 2. Fine timing by cross-correlating the coarse-corrected samples with the
    known long training symbol, the two symbols' correlation magnitudes added
    (non-coherently, so a residual CFO cannot cancel them) and normalised by
-   the received energy: 1 for a clean frame, ~1/64 on noise. A peak below
-   ``lts_threshold`` rejects the detection (guards against tones and DC,
-   which also give a high autocorrelation metric).
+   the received energy: 1 for a clean frame, ~1/64 on noise. Multipath
+   spreads that over several lags, so the gate is the correlation energy
+   captured within +-cp_len of the peak above the window's median: about
+   0.5-1 for frames at 0-10 dB through an 8-tap channel, 0.17 (at most 0.28
+   in 300 trials) on noise, 0.02 on a tone plus DC. Below ``lts_threshold``
+   (0.35) the detection is rejected (tones and DC offsets also give a high
+   autocorrelation metric).
 3. Fine CFO from the phase between the two long training symbols (Moose 1994).
 
 The coarse range is +-fs / (2 L) (L = sts_period); the fine stage then
@@ -39,7 +43,7 @@ class Detection:
         lts_start: absolute index of the long training field.
         cfo_norm: coarse + fine CFO in cycles per sample.
         sc_metric: Schmidl-Cox metric at the plateau (0..1).
-        lts_metric: normalised LTS correlation at the timing peak (0..1).
+        lts_metric: LTS correlation energy captured around the timing peak (about 0..1).
     """
 
     frame_start: int
@@ -56,8 +60,8 @@ class StreamSync:
     detection constants and does the maths.
     """
 
-    def __init__(self, cfg: OfdmConfig, threshold: float = 0.3, lts_threshold: float = 0.2):
-        if not 0 < threshold < 1 or not 0 < lts_threshold < 1:
+    def __init__(self, cfg: OfdmConfig, threshold: float = 0.3, lts_threshold: float = 0.35):
+        if not 0 < threshold < 1 or not 0 <= lts_threshold < 1:
             raise ValueError("thresholds must lie in (0, 1)")
         self.cfg = cfg
         self.L = cfg.sts_period
@@ -68,6 +72,7 @@ class StreamSync:
         self.ll = np.concatenate([sym, sym])
         self.ll_energy = float(np.sum(np.abs(self.ll) ** 2))
         self.search = 4 * self.L  # +- samples around the predicted LTS position
+        self.last_captured = 0.0
 
     def metric(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Block-rate Schmidl-Cox metric for windows starting at r[0], r[L], ...
@@ -121,7 +126,14 @@ class StreamSync:
         en = e1[:lags] + e1[n : n + lags]
         rho = (a1 + a2) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
         i = int(np.argmax(rho))
-        if rho[i] < self.lts_threshold:
+        # Multipath spreads the LTS over several lags: gate on the energy captured
+        # within +-cp_len of the peak above the window's median (the noise floor;
+        # the LTS occupies at most ~2 cp_len of the 2 search + 1 lags).
+        floor = float(np.median(rho))
+        w = rho[max(i - c.cp_len, 0) : i + c.cp_len + 1]
+        captured = float(np.clip(w - floor, 0, None).sum())
+        self.last_captured = captured
+        if captured < self.lts_threshold:
             return None
         t = lo + i
         a = seg[i : i + c.fft_size]
@@ -133,7 +145,7 @@ class StreamSync:
             lts_start=r0 + lts_start,
             cfo_norm=float(coarse + fine),
             sc_metric=0.0,
-            lts_metric=float(rho[i]),
+            lts_metric=captured,
         )
 
     def needed_after(self, plateau_pos: int) -> int:
