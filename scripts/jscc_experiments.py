@@ -4,9 +4,9 @@ PHY-trained vs AWGN-trained. Trains what it needs into runs/experiments/.
 
 Usage:
     python scripts/jscc_experiments.py shipped                 # tables of the shipped checkpoints
-    python scripts/jscc_experiments.py grad-modes [--steps 2000]
-    python scripts/jscc_experiments.py specialists [--steps 6000]
-    python scripts/jscc_experiments.py phy-vs-awgn [--steps 6000]
+    python scripts/jscc_experiments.py grad-modes [--steps 1500]
+    python scripts/jscc_experiments.py specialists [--steps 3000]
+    python scripts/jscc_experiments.py phy-vs-awgn [--steps 3000]
     python scripts/jscc_experiments.py all
 
 Each prints a Markdown table; results also go to runs/experiments/<name>.json.
@@ -142,10 +142,16 @@ def grad_modes(args):
     _save("grad_modes", rows)
 
 
+def _adaptive(steps):
+    """The SNR-adaptive model (0-20 dB) at the given budget: the shipped config, retrained if needed."""
+    cfg = _cfg(steps=steps, eval_every=steps)
+    return _train(f"adaptive_{steps}", cfg)[0], cfg
+
+
 def specialists(args):
     tiles = _tiles()
-    model, phy, _, _ = load_checkpoint(SHIPPED["1/6"])
-    ad = evaluate(model, phy, _profile("multipath_cfo"), [0.0, 10.0, 20.0], tiles)
+    model, cfg = _adaptive(args.steps)
+    ad = evaluate(model, cfg.phy, _profile("multipath_cfo"), [0.0, 10.0, 20.0], tiles)
     rows = {}
     for s in (0.0, 10.0, 20.0):
         cfg = _cfg(snr_db=[s, s], steps=args.steps, eval_every=args.steps)
@@ -166,7 +172,8 @@ def specialists(args):
 
 def phy_vs_awgn(args):
     tiles = _tiles()
-    model, phy, _, _ = load_checkpoint(SHIPPED["1/6"])
+    model, pcfg = _adaptive(args.steps)
+    phy = pcfg.phy
     cfg = _cfg(channel=_profile("awgn"), through_phy=False, steps=args.steps, eval_every=args.steps)
     naive, _ = _train(f"awgn_only_{args.steps}", cfg)
     test = _profile("multipath_cfo")

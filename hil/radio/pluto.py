@@ -8,9 +8,11 @@ What it takes care of, because pyadi-iio does not:
   keeps the top 12 bits); ``rx`` returns complex128 ADC codes (+-2048) from
   pyadi, which become complex64 at full scale 1.0;
 - the stale kernel buffers at RX start are read and discarded;
-- non-cyclic streaming TX in fixed-size buffers (pyadi refuses a second
-  buffer of another size), zero-padded when short; cyclic TX destroys the
-  previous buffer first (pyadi refuses to replace a cyclic buffer);
+- non-cyclic streaming TX from a thread, in fixed-size buffers (pyadi
+  refuses a second buffer of another size), zero-padded when short and
+  zero buffers when idle, so RX is never starved by a blocking tx() and the
+  DAC never runs dry mid-stream; cyclic TX destroys the previous buffer
+  first (pyadi refuses to replace a cyclic buffer);
 - an overflow heuristic: pyadi reports no overruns, so a gap between rx()
   returns longer than the kernel buffers can hold marks the block OVERFLOW
   and advances the sample counter by the estimated loss;
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import queue
+import threading
 import time
 import weakref
 
@@ -77,7 +81,12 @@ class PlutoRadio(Radio):
         self.sdr = None
         self._device = device
         self._cyclic = False
-        self._tx_buf_len: int | None = None
+        self._txq: queue.Queue | None = None
+        self._tx_thread: threading.Thread | None = None
+        self._tx_stop = threading.Event()
+        self._tx_error: Exception | None = None
+        # zeros between frames keep the DAC fed; off for injected devices whose tx() does not block
+        self.idle_fill = device is None
         self._counter = 0
         self._last_rx: float | None = None
         self.overflows = 0
@@ -134,25 +143,87 @@ class PlutoRadio(Radio):
 
     # ---------------------------------------------------------------------- TX
     def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        """Cyclic: replace the cyclic buffer now. Non-cyclic: queue fixed-size buffers for the
+        TX thread (check ``tx_backlog`` first: the queue blocks when full)."""
+        self._raise_tx_error()
         x = check_tx_samples(samples)
-        try:
-            if cyclic:
+        if cyclic:
+            self._stop_tx_thread()
+            try:
                 self._destroy_tx()
                 self.sdr.tx_cyclic_buffer = True
                 self.sdr.tx((x * DRIVE).astype(np.complex128))
                 self._cyclic = True
+            except Exception as exc:
+                self._silence()
+                raise RadioError(f"Pluto cyclic TX failed: {exc}; transmitter silenced") from exc
+            return
+        if self._cyclic:
+            self._destroy_tx()
+            self.sdr.tx_cyclic_buffer = False
+        self._start_tx_thread()
+        n = self.cfg.tx_buffer_size
+        for a in range(0, len(x), n):
+            blk = np.zeros(n, np.complex128)  # fixed size: pyadi refuses a buffer of another length
+            part = x[a : a + n]
+            blk[: len(part)] = part * DRIVE
+            self._txq.put(blk)
+
+    @property
+    def tx_backlog(self) -> int:
+        """Samples queued for the TX thread, not yet handed to the driver."""
+        return self._txq.qsize() * self.cfg.tx_buffer_size if self._txq is not None else 0
+
+    def _start_tx_thread(self) -> None:
+        if self._tx_thread is not None and self._tx_thread.is_alive():
+            return
+        self._txq = queue.Queue(maxsize=4 * self.cfg.kernel_buffers)
+        self._tx_stop.clear()
+        self._tx_thread = threading.Thread(target=self._tx_worker, name="pluto-tx", daemon=True)
+        self._tx_thread.start()
+
+    def _tx_worker(self) -> None:
+        """Feed the driver: queued buffers, or zeros when idle so the DAC never runs dry mid-stream.
+
+        pyadi's non-cyclic tx() blocks while the kernel's TX buffers are full,
+        which paces this loop at the sample rate.
+        """
+        zeros = np.zeros(self.cfg.tx_buffer_size, np.complex128)
+        while not self._tx_stop.is_set():
+            try:
+                buf = self._txq.get(timeout=0.05)
+            except queue.Empty:
+                if not self.idle_fill:
+                    continue
+                buf = zeros
+            try:
+                self.sdr.tx(buf)
+            except Exception as exc:
+                self._tx_error = exc
+                log.error("TX thread: %s", exc)
                 return
-            if self._cyclic:
-                self._destroy_tx()
-                self.sdr.tx_cyclic_buffer = False
-            n = self.cfg.tx_buffer_size
-            for a in range(0, len(x), n):
-                blk = np.zeros(n, np.complex128)  # fixed size: pyadi refuses another length
-                part = x[a : a + n]
-                blk[: len(part)] = part * DRIVE
-                self.sdr.tx(blk)
-                self._tx_buf_len = n
-        except Exception as exc:
+
+    def wait_tx(self, timeout_s: float = 5.0) -> bool:
+        """Wait until every queued buffer has been handed to the driver."""
+        end = time.monotonic() + timeout_s
+        while self.tx_backlog and time.monotonic() < end:
+            time.sleep(0.005)
+        self._raise_tx_error()
+        return self.tx_backlog == 0
+
+    def _stop_tx_thread(self) -> None:
+        if self._tx_thread is None:
+            return
+        self._tx_stop.set()
+        self._tx_thread.join(timeout=5)
+        self._tx_thread = None
+        if self._txq is not None:
+            while not self._txq.empty():
+                self._txq.get_nowait()
+
+    def _raise_tx_error(self) -> None:
+        if self._tx_error is not None:
+            exc, self._tx_error = self._tx_error, None
             self._silence()
             raise RadioError(f"Pluto TX failed: {exc}; transmitter silenced") from exc
 
@@ -165,14 +236,14 @@ class PlutoRadio(Radio):
             self.sdr.tx_destroy_buffer()
         finally:
             self._cyclic = False
-            self._tx_buf_len = None
 
     @property
     def tx_active(self) -> bool:
-        return self._cyclic
+        return self._cyclic or self.tx_backlog > 0
 
     # ---------------------------------------------------------------------- RX
     def rx(self, n: int | None = None) -> RxBlock:
+        self._raise_tx_error()
         want = n or self.cfg.rx_buffer_size
         if want != self.cfg.rx_buffer_size:
             raise RadioError(
@@ -219,6 +290,7 @@ class PlutoRadio(Radio):
     def _silence(self) -> None:
         if self.sdr is None:
             return
+        self._stop_tx_thread()
         try:
             self.sdr.tx_destroy_buffer()
         except Exception as exc:

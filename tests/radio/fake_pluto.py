@@ -49,6 +49,8 @@ class FakePluto:
         self.fail_rx_after = fail_rx_after
         self.rx_calls = 0
         self.destroyed_tx = 0
+        self.tx_lengths = []
+        self.fail_tx = False
 
     # properties with driver semantics
     @property
@@ -110,6 +112,9 @@ class FakePluto:
 
     def tx(self, data):
         data = np.asarray(data)
+        if self.fail_tx:
+            raise OSError(110, "Connection timed out")
+        self.tx_lengths.append(len(data))
         if self._txbuf and self._tx_cyclic_buffer:
             raise Exception(
                 "TX buffer has been submitted in cyclic mode. To push more data the tx buffer must be destroyed first."

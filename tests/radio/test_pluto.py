@@ -58,7 +58,20 @@ def test_non_cyclic_tx_uses_fixed_buffers():
     r = PlutoRadio(_cfg(), device=fake)
     r.tx(np.full(10_000, 0.1 + 0j, np.complex64))  # 3 buffers of 4096, the last zero-padded
     r.tx(np.full(100, 0.1 + 0j, np.complex64))
-    assert fake._txbuf == 4096
+    assert r.wait_tx()
+    assert fake._txbuf == 4096 and fake.tx_lengths == [4096] * 4
+
+
+def test_tx_thread_error_surfaces_and_silences():
+    fake = FakePluto()
+    r = PlutoRadio(_cfg(), device=fake)
+    fake.fail_tx = True
+    r.tx(np.full(100, 0.1 + 0j, np.complex64))
+    with pytest.raises(RadioError, match="TX failed"):
+        for _ in range(100):
+            r.wait_tx(0.05)
+            r.rx()
+    assert not r.tx_active
 
 
 def test_device_gone_mid_stream_raises_and_silences():
