@@ -204,9 +204,9 @@ def main(argv=None):
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     jobs = {
         "shipped": (shipped, None),
-        "grad-modes": (grad_modes, 2000),
-        "specialists": (specialists, 6000),
-        "phy-vs-awgn": (phy_vs_awgn, 6000),
+        "grad-modes": (grad_modes, 1500),
+        "specialists": (specialists, 3000),
+        "phy-vs-awgn": (phy_vs_awgn, 3000),
     }
     for name, (fn, default) in jobs.items():
         if a.what in (name, "all"):
