@@ -116,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("radio", "own a radio backend: TX samples in, RX samples out"),
         ("rx", "find, decode and score frames in the RX stream"),
         ("link", "run radio, rx and tx as processes on loopback (sim by default)"),
+        ("record", "capture a radio's RX stream into a SigMF recording"),
+        ("replay", "play a SigMF recording into the link where a radio would"),
     ):
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -141,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-APPS = ("tx", "radio", "rx", "link")
+APPS = ("tx", "radio", "rx", "link", "record", "replay")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--record", help="also record the RX stream as SigMF <stem>, with ground-truth annotations"
+    )
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -94,6 +97,11 @@ def run_link(a) -> tuple[int, dict, Path]:
         "--save-images",
         out / "received",
     )
+    if a.record:
+        ep_truth = free_tcp_endpoint()
+        rx_cmd += ["--record", str(a.record), "--truth", ep_truth]
+        if a.radio == "sim":
+            radio_cmd += ["--truth", ep_truth]
     tx_cmd = _cmd(
         "tx",
         "--radio",

@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tx", required=True, help="endpoint to bind for TX samples (PULL)")
     p.add_argument("--rx", required=True, help="endpoint to bind for RX samples (PUSH)")
     p.add_argument("--telemetry", help="endpoint to bind for telemetry (PUB)")
+    p.add_argument(
+        "--truth", help="sim: endpoint to connect for per-burst ground truth (PUSH, JSON)"
+    )
     p.add_argument("--allow-remote", action="store_true", help="permit non-loopback binds")
     p.add_argument(
         "--linger", type=float, default=0.05, help="seconds of RX after the last TX sample"
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.telemetry
         else None
     )
+    truth = make_socket(ctx, zmq.PUSH, a.truth, bind=False) if a.truth else None
     tx_in = SampleReceiver(tx_sock, name="radio<-tx")
     try:
         radio = open_radio(cfg)
@@ -141,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     break
                 radio.tx(msg.samples, cyclic=bool(msg.header.flags & CYCLIC))
+                gt = getattr(radio, "last_truth", None)
+                if truth is not None and gt is not None and msg.header.n_samples:
+                    send_json(truth, {"type": "truth", "msg_seq": msg.header.seq, **gt})
                 backlog_s = getattr(radio, "tx_backlog", 0) / cfg.sample_rate_hz
             # RX
             blk = radio.rx()
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             log.error("closing the radio: %s", exc)
             rc = rc or 4
         out.end(timeout_s=5.0)
-        for s in (tx_sock, rx_sock, tel):
+        for s in (tx_sock, rx_sock, tel, truth):
             if s is not None:
                 s.close(linger=2000)
     log.info(

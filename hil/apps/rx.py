@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--checkpoint", default=None, help="checkpoint stem (default: the shipped k/n=1/6 model)"
     )
     p.add_argument(
-        "--radio", required=True, help="the radio process's RX endpoint (PULL connects here)"
+        "--radio", default=None, help="the radio process's RX endpoint (PULL connects here)"
     )
     p.add_argument(
         "--raw", action="store_true", help="raw complex64 frames without our header (GNU Radio ZMQ)"
@@ -56,6 +56,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
+    )
+    p.add_argument(
+        "--truth", help="endpoint to bind for the sim radio's per-burst ground truth (PULL)"
+    )
+    p.add_argument("--record", help="also write the received stream as a SigMF recording <stem>")
+    p.add_argument(
+        "--recording", help="decode a SigMF recording instead of a live stream (offline)"
+    )
+    p.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        help="--recording: samples per step (default: as recorded)",
+    )
+    p.add_argument(
+        "--no-decode",
+        action="store_true",
+        help="detect and account only (no images, no model weights)",
+    )
+    p.add_argument(
+        "--max-seconds", type=float, default=None, help="stop after this much stream time"
+    )
+    p.add_argument(
+        "--max-frames", type=int, default=None, help="stop after this many detected frames"
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: leaves cores to the radio, and results do not depend on the machine)",
     )
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -155,17 +185,116 @@ class Decoder:
         return out
 
 
+class _Source:
+    """Where samples come from: the radio's socket, or a SigMF recording (offline)."""
+
+    def __init__(self, a, log):
+        self.recording = None
+        self.stream = None
+        self.sock = None
+        self.center_freq_hz = 0.0
+        self.first_chunk: int | None = None
+        if a.recording:
+            from ..record import SigMFReader
+
+            self.recording = SigMFReader(a.recording)
+            size = a.chunk or int(self.recording.global_field("hil:chunk", 16384))
+            self._it = self.recording.chunks(size)
+            self.stats = {"messages": 0, "samples": 0, "recording": str(a.recording)}
+            log.info(
+                "decoding recording %s: %d samples at %.3f MSps",
+                a.recording,
+                self.recording.n,
+                self.recording.sample_rate_hz / 1e6,
+            )
+        else:
+            ctx = zmq.Context.instance()
+            self.sock = make_socket(ctx, zmq.PULL, a.radio, bind=False)
+            self.stream = SampleReceiver(self.sock, raw=a.raw, name="rx<-radio")
+
+    def next(self):
+        """(samples, offset, flags, eos) or None on timeout."""
+        if self.recording is not None:
+            c = next(self._it, None)
+            if c is None:
+                return np.zeros(0, np.complex64), None, EOS, True
+            self.stats["messages"] += 1
+            self.stats["samples"] += len(c.samples)
+            return c.samples, c.global_index, DROP if c.new_capture else 0, False
+        msg = self.stream.recv(timeout_s=0.2)
+        if msg is None:
+            return None
+        h = msg.header
+        self.center_freq_hz = h.center_freq_hz
+        if h.n_samples and self.first_chunk is None:
+            self.first_chunk = h.n_samples
+        return (
+            msg.samples,
+            (None if self.stream.raw else h.sample_offset),
+            h.flags,
+            bool(h.flags & EOS),
+        )
+
+    def stats_dict(self) -> dict:
+        return self.stats if self.recording is not None else self.stream.stats.to_dict()
+
+    @property
+    def sample_rate(self) -> float | None:
+        return self.recording.sample_rate_hz if self.recording is not None else None
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close(linger=0)
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
+    if not a.recording and not a.radio:
+        raise ValueError("give --radio ENDPOINT (live) or --recording STEM (offline)")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, a.threads))
+    try:
+        return _main(a)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _main(a) -> int:
     log = setup_logging("rx", a.verbose)
     stop = StopFlag()
-    dec = Decoder(resolve_checkpoint(a.checkpoint), a.dataset, a.crop, a.count)
-    fr = FrameReceiver(dec.phy)
+    ckpt = resolve_checkpoint(a.checkpoint)
+    if a.no_decode:
+        from ..jscc.checkpoint import read_meta
+        from ..phy import OfdmConfig
+
+        doc = read_meta(ckpt)
+        dec = None
+        phy = OfdmConfig.from_dict(doc["phy"])
+        my_fp = bytes.fromhex(doc["fingerprint"])
+    else:
+        dec = Decoder(ckpt, a.dataset, a.crop, a.count)
+        phy, my_fp = dec.phy, dec.fingerprint
+    fr = FrameReceiver(phy)
+    fr_base = None  # device sample index of the FrameReceiver's sample 0
     ctx = zmq.Context.instance()
-    sock = make_socket(ctx, zmq.PULL, a.radio, bind=False)
+    src = _Source(a, log)
     ctrl = make_socket(ctx, zmq.PULL, a.control, bind=True) if a.control else None
-    stream = SampleReceiver(sock, raw=a.raw, name="rx<-radio")
+    truth_sock = make_socket(ctx, zmq.PULL, a.truth, bind=True) if a.truth else None
     acc = Accounting()
+    manifest: dict[int, dict] = {}  # msg_seq -> manifest entry
+    truths: dict[int, dict] = {}  # msg_seq -> ground truth
+    detections: list[dict] = []
+    writer = None
+    if a.record:
+        from ..record import SigMFWriter
+
+        writer = SigMFWriter(
+            a.record,
+            src.sample_rate or phy.sample_rate_hz,
+            0.0,
+            hw="ADALM-PLUTO via hil radio",
+            extra_global={"hil:fingerprint": my_fp.hex(), "hil:phy": phy.to_dict()},
+        )
     metrics = open(a.metrics, "w") if a.metrics else None
     img_dir = Path(a.save_images) if a.save_images else None
     if img_dir:
@@ -175,25 +304,65 @@ def main(argv: list[str] | None = None) -> int:
     resyncs = 0
     lost_samples = 0
     next_offset = None
+    stream_samples = 0
     t0 = time.monotonic()
     last_print = t0
     last_data = t0
     eos = False
     first_data = None
 
+    def control() -> None:
+        for sock in (ctrl, truth_sock):
+            if sock is None:
+                continue
+            while True:
+                m = recv_json(sock, timeout_s=0)
+                if m is None:
+                    break
+                if m.get("type") == "sent" and isinstance(m.get("seq"), int):
+                    acc.sent[m["seq"]] = m.get("item_id")
+                    if isinstance(m.get("msg_seq"), int):
+                        manifest[m["msg_seq"]] = m
+                elif m.get("type") == "done":
+                    acc.done = True
+                elif m.get("type") == "truth" and isinstance(m.get("msg_seq"), int):
+                    truths[m["msg_seq"]] = m
+
     def handle(events: list[FrameEvent]) -> None:
         ok = []
         for e in events:
+            dev = fr_base + e.frame_start
+            det = {
+                "device_offset": dev,
+                "status": e.status,
+                "snr_db": round(e.snr_db, 3),
+                "cfo_hz": round(e.cfo_hz, 1),
+                "lts_metric": round(e.lts_metric, 3),
+            }
+            if e.header is not None:
+                det.update(
+                    {
+                        "seq": e.header.seq,
+                        "item_id": e.header.item_id,
+                        "payload_len": e.header.payload_len,
+                        "fingerprint": e.header.fingerprint.hex(),
+                        "chunk": e.header.chunk_index,
+                    }
+                )
+            else:
+                det["error"] = e.error
+            detections.append(det)
             if e.status == "header_error":
-                acc.header_failed_at.append(e.frame_start)
-                rec = {
-                    "status": "header_failed",
-                    "frame_start": e.frame_start,
-                    "error": e.error,
-                    "snr_db": e.snr_db,
-                    "cfo_hz": e.cfo_hz,
-                }
-                records.append(rec)
+                acc.header_failed_at.append(dev)
+                records.append(
+                    {
+                        "status": "header_failed",
+                        "frame_start": dev,
+                        "error": e.error,
+                        "snr_db": e.snr_db,
+                        "cfo_hz": e.cfo_hz,
+                    }
+                )
                 continue
             h = e.header
             if h.seq in acc.decoded or h.seq in acc.refused:
@@ -201,8 +370,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if acc.sent and h.seq not in acc.sent and acc.done:
                 acc.unexpected += 1
-            acc.positions[h.seq] = e.frame_start
-            if h.fingerprint != dec.fingerprint:
+            acc.positions[h.seq] = dev
+            if h.fingerprint != my_fp:
                 acc.refused[h.seq] = {"fingerprint": h.fingerprint.hex()}
                 records.append(
                     {
@@ -210,17 +379,25 @@ def main(argv: list[str] | None = None) -> int:
                         "seq": h.seq,
                         "item_id": h.item_id,
                         "fingerprint": h.fingerprint.hex(),
-                        "frame_start": e.frame_start,
+                        "frame_start": dev,
                     }
                 )
                 log.warning(
                     "refused frame %d: encoded by model %s, this decoder is %s",
                     h.seq,
                     h.fingerprint.hex(),
-                    dec.fingerprint.hex(),
+                    my_fp.hex(),
+                )
+                continue
+            if dec is None:
+                acc.decoded[h.seq] = {"seq": h.seq}
+                records.append(
+                    {"status": "detected", "seq": h.seq, "item_id": h.item_id, "frame_start": dev}
                 )
                 continue
             ok.append(e)
+        if dec is None:
+            return
         for first, evs, img in dec.decode(ok):
             h = first.header
             rec = {
@@ -228,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                 "seq": h.seq,
                 "item_id": h.item_id,
                 "chunks": h.chunk_count,
-                "frame_start": first.frame_start,
+                "frame_start": fr_base + first.frame_start,
                 "snr_db": round(first.snr_db, 3),
                 "cfo_hz": round(first.cfo_hz, 1),
                 "evm_pilots": round(first.evm_pilots, 4),
@@ -252,50 +429,52 @@ def main(argv: list[str] | None = None) -> int:
                 constellation.append(first.symbols)
 
     try:
-        while not stop:
-            if ctrl is not None:
-                while True:
-                    m = recv_json(ctrl, timeout_s=0)
-                    if m is None:
-                        break
-                    if m.get("type") == "sent" and isinstance(m.get("seq"), int):
-                        acc.sent[m["seq"]] = m.get("item_id")
-                    elif m.get("type") == "done":
-                        acc.done = True
-            if eos:
-                break
-            msg = stream.recv(timeout_s=0.2)
+        while not stop and not eos:
+            control()
+            got = src.next()
             now = time.monotonic()
-            if msg is None:
+            if got is None:
                 if now - last_data > a.idle_timeout:
                     log.error("no samples for %.0f s; giving up", a.idle_timeout)
                     break
                 continue
+            samples, offset, flags, is_eos = got
             last_data = now
             if first_data is None:
                 first_data = now
-            h = msg.header
-            gap = 0 if next_offset is None or a.raw else h.sample_offset - next_offset
-            if gap < 0 and next_offset is not None:
+            if offset is None:  # raw mode: no offsets, assume contiguous
+                offset = 0 if next_offset is None else next_offset
+            gap = 0 if next_offset is None else offset - next_offset
+            if gap < 0:
                 log.warning(
                     "sample offset went back by %d (radio restarted): resynchronising", -gap
                 )
-                gap = 1
-            if gap > 0 or h.flags & (DROP | OVERFLOW):
+            if next_offset is not None and (gap != 0 or flags & (DROP | OVERFLOW)):
                 lost_samples += max(gap, 0)
                 resyncs += 1
                 log.warning(
                     "%d samples lost before offset %d: frames in flight are dropped",
                     max(gap, 0),
-                    h.sample_offset,
+                    offset,
                 )
-                handle(fr.push(np.zeros(0, np.complex64)))
-                fr = FrameReceiver(dec.phy, receiver=fr.rx)
-            next_offset = h.sample_offset + h.n_samples
-            if h.n_samples:
-                handle(fr.push(msg.samples))
-            if h.flags & EOS:
-                eos = True
+                fr = FrameReceiver(phy, receiver=fr.rx)
+                fr_base = None
+            if fr_base is None:
+                fr_base = offset
+            next_offset = offset + len(samples)
+            if writer is not None and len(samples):
+                note = "overflow" if flags & (DROP | OVERFLOW) else None
+                writer.write(samples, offset, note)
+            stream_samples += len(samples)
+            if len(samples):
+                handle(fr.push(samples))
+            eos = is_eos
+            if a.max_seconds is not None and stream_samples >= a.max_seconds * phy.sample_rate_hz:
+                log.info("max-seconds reached")
+                break
+            if a.max_frames is not None and fr.stats.detections >= a.max_frames:
+                log.info("max-frames reached")
+                break
             if now - last_print > 2.0:
                 last_print = now
                 ps = [r["psnr_db"] for r in records if "psnr_db" in r]
@@ -307,55 +486,58 @@ def main(argv: list[str] | None = None) -> int:
                     float(np.mean(ps)) if ps else float("nan"),
                 )
     finally:
-        sock.close(linger=0)
+        src.close()
         if metrics:
             metrics.close()
-    # late manifest messages
-    if ctrl is not None:
-        while True:
-            m = recv_json(ctrl, timeout_s=0.2)
-            if m is None:
-                break
-            if m.get("type") == "sent" and isinstance(m.get("seq"), int):
-                acc.sent[m["seq"]] = m.get("item_id")
-            elif m.get("type") == "done":
-                acc.done = True
-        ctrl.close(linger=0)
+    # late manifest and truth messages
+    if ctrl is not None or truth_sock is not None:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            control()
+            time.sleep(0.05)
+    for s_ in (ctrl, truth_sock):
+        if s_ is not None:
+            s_.close(linger=0)
+    if writer is not None:
+        _annotate(writer, detections, manifest, truths)
+        writer.fc = src.center_freq_hz
+        writer.extra["hil:chunk"] = int(src.first_chunk or 16384)  # replay in the same steps
+        path = writer.close()
+        log.info(
+            "recording written: %s (%d samples, %d annotations)",
+            path,
+            writer.n,
+            len(writer.annotations),
+        )
     settled = acc.settle()
     ps = [r["psnr_db"] for r in records if "psnr_db" in r]
     ss = [r["ssim"] for r in records if "ssim" in r]
+    dec_recs = [r for r in records if r.get("status") == "decoded"]
     summary = {
         "counts": settled["counts"],
         "frame_status": settled["status"],
         "psnr_db_mean": float(np.mean(ps)) if ps else None,
         "ssim_mean": float(np.mean(ss)) if ss else None,
-        "snr_est_db_mean": float(
-            np.mean([r["snr_db"] for r in records if r.get("status") == "decoded"])
-        )
-        if ps
-        else None,
-        "cfo_hz_mean": float(
-            np.mean([r["cfo_hz"] for r in records if r.get("status") == "decoded"])
-        )
-        if ps
-        else None,
+        "snr_est_db_mean": float(np.mean([r["snr_db"] for r in dec_recs])) if dec_recs else None,
+        "cfo_hz_mean": float(np.mean([r["cfo_hz"] for r in dec_recs])) if dec_recs else None,
         "per_frame": [r for r in records if r.get("status") != "header_failed"]
         + [r for r in records if r.get("status") == "header_failed"],
-        "stream": stream.stats.to_dict(),
+        "stream": src.stats_dict(),
         "receiver": {
-            "detections": fr.stats.detections,
+            "detections": len(detections),
             "rejected": fr.stats.rejected,
             "nonfinite": fr.stats.nonfinite,
             "resyncs": resyncs,
             "lost_samples": lost_samples,
         },
-        "fingerprint": dec.fingerprint.hex(),
+        "fingerprint": my_fp.hex(),
         "transmitter_done": acc.done,
         "end_of_stream": eos,
         "wall_seconds": time.monotonic() - t0,
         "stream_seconds": (last_data - first_data) if first_data is not None else 0.0,
-        "stream_samples": stream.stats.samples,
-        "sample_rate_hz": dec.phy.sample_rate_hz,
+        "stream_samples": stream_samples,
+        "sample_rate_hz": phy.sample_rate_hz,
+        "recording": a.record or a.recording,
     }
     if img_dir is not None and constellation:
         np.save(
@@ -375,4 +557,32 @@ def main(argv: list[str] | None = None) -> int:
         c["missed"],
         f"{summary['psnr_db_mean']:.2f}" if ps else "n/a",
     )
-    return 0 if (eos or acc.done) else 1
+    stopped_on_limit = a.max_seconds is not None or a.max_frames is not None
+    return 0 if (eos or acc.done or stopped_on_limit) else 1
+
+
+def _annotate(writer, detections: list[dict], manifest: dict, truths: dict) -> None:
+    """Frames as sent (transmitter manifest + sim ground truth) and as detected, as SigMF annotations."""
+    for msg_seq, t in sorted(truths.items()):
+        m = manifest.get(msg_seq, {})
+        start = writer.file_index(t.get("frame_offset", t["rx_offset"]))
+        if start is None:
+            continue
+        writer.annotate(
+            start,
+            int(m.get("frame_len", t["n"])),
+            "frame sent",
+            seq=m.get("seq"),
+            item_id=m.get("item_id"),
+            device_offset=t.get("frame_offset", t["rx_offset"]),
+            true_snr_db=round(t.get("snr_db", 0.0), 3),
+            true_cfo_hz=round(t.get("cfo_hz", 0.0), 1),
+            delays=t.get("delays"),
+            tap_power_db=t.get("tap_power_db"),
+        )
+    for d in detections:
+        start = writer.file_index(d["device_offset"])
+        if start is None:
+            continue
+        fields = {k: v for k, v in d.items() if k != "status"}
+        writer.annotate(start, 0, f"frame detected ({d['status']})", **fields)

@@ -125,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "chunk": ci,
                                 "chunks": len(chunks),
                                 "samples": len(burst),
+                                "msg_seq": sender.seq,
+                                "frame_len": len(f),
                             },
                         )
                     flags = SOB | EOB | (CYCLIC if a.cyclic else 0)

@@ -56,6 +56,7 @@ class SimEngine:
         self.pending_drop = 0
         self.t0 = time.monotonic()
         self.cfo_hz = s.ppm * 1e-6 * cfg.lo_hz
+        self.last_truth: dict | None = None
         self._pn_phase = 0.0
         self.dc = 0j
         if s.dc_offset_dbfs is not None:
@@ -74,13 +75,39 @@ class SimEngine:
         return (i16 + 1j * q16) / 2**14
 
     def _through_channel(self, x: np.ndarray, start: int) -> np.ndarray:
-        """Full-scale TX samples -> complex128 at the RX antenna (before RX gain), incl. XO offset."""
+        """Full-scale TX samples -> complex128 at the RX antenna (before RX gain), incl. XO offset.
+
+        Sets ``last_truth``: where the burst lands and what the channel did to it.
+        """
         x = self.dac(x) * 10 ** ((self.cfg.tx_gain_db + self.cfg.sim.path_gain_db) / 20)
         t = to_torch(x[None], torch.complex128)
         tail = 32  # room for the multipath/resampling tail
         t = torch.nn.functional.pad(t, (0, tail))
+        truth: dict = {
+            "rx_offset": int(start),
+            "n": len(x),
+            "cfo_hz": float(self.cfo_hz),
+            "delays": [0],
+            "tap_power_db": [0.0],
+        }
         if self.chain is not None:
-            t = self.chain(t, generator=self.gen).y
+            out = self.chain(t, generator=self.gen)
+            t = out.y
+            for rec in out.record.values():
+                if "cfo_hz" in rec:
+                    truth["cfo_hz"] += float(rec["cfo_hz"][0])
+                if "taps" in rec:
+                    p = (rec["taps"][0].abs() ** 2).tolist()
+                    truth["delays"] = list(rec["delays"])
+                    truth["tap_power_db"] = [round(10 * np.log10(max(v, 1e-12)), 2) for v in p]
+        nz = np.flatnonzero(np.abs(x) > 0)
+        if len(nz):
+            y_frame = to_numpy(t[0], np.complex128)[nz[0] : nz[-1] + 1]
+            truth["snr_db"] = float(
+                10 * np.log10(np.mean(np.abs(y_frame) ** 2) / 10 ** (self.cfg.sim.noise_dbfs / 10))
+            )
+            truth["frame_offset"] = int(start + nz[0])
+        self.last_truth = truth
         if self.cfg.sim.ppm:
             from ..channel import TimingOffset
 
@@ -236,6 +263,11 @@ class SimRadio(Radio):
 
     def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
         self.engine.tx(samples, cyclic)
+
+    @property
+    def last_truth(self) -> dict | None:
+        """Ground truth of the last burst: device offset where it lands, CFO, SNR, multipath."""
+        return self.engine.last_truth
 
     def stop_cyclic(self) -> None:
         self.engine.stop_cyclic()
