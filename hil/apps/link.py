@@ -100,8 +100,7 @@ def run_link(a) -> tuple[int, dict, Path]:
     if a.record:
         ep_truth = free_tcp_endpoint()
         rx_cmd += ["--record", str(a.record), "--truth", ep_truth]
-        if a.radio == "sim":
-            radio_cmd += ["--truth", ep_truth]
+        radio_cmd += ["--truth", ep_truth]  # the radio's settings (and on the sim, per-burst truth)
     tx_cmd = _cmd(
         "tx",
         "--radio",

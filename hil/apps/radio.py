@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         rx_sock, stream_id=2, sample_rate_hz=cfg.sample_rate_hz, center_freq_hz=cfg.lo_hz
     )
     is_sim = cfg.backend == "sim"
+    if truth is not None:  # what a recorder needs in its metadata: the profile and the settings
+        send_json(truth, {"type": "radio_config", "profile": name, "config": cfg.to_dict()})
     tx_done = False
     linger_left = int(a.linger * cfg.sample_rate_hz)
     dropped_blocks = 0

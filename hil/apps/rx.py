@@ -283,6 +283,7 @@ def _main(a) -> int:
     acc = Accounting()
     manifest: dict[int, dict] = {}  # msg_seq -> manifest entry
     truths: dict[int, dict] = {}  # msg_seq -> ground truth
+    radio_info: dict = {}  # the radio process's profile and settings (sent on the truth channel)
     detections: list[dict] = []
     writer = None
     if a.record:
@@ -327,6 +328,8 @@ def _main(a) -> int:
                     acc.done = True
                 elif m.get("type") == "truth" and isinstance(m.get("msg_seq"), int):
                     truths[m["msg_seq"]] = m
+                elif m.get("type") == "radio_config" and isinstance(m.get("config"), dict):
+                    radio_info.update(m)
 
     def handle(events: list[FrameEvent]) -> None:
         ok = []
@@ -501,6 +504,14 @@ def _main(a) -> int:
     if writer is not None:
         _annotate(writer, detections, manifest, truths)
         writer.fc = src.center_freq_hz
+        if radio_info:
+            rc_ = radio_info["config"]
+            writer.hw = f"ADALM-PLUTO ({rc_.get('backend')} backend{', ' + str(rc_.get('uri')) if rc_.get('uri') else ''})"
+            writer.extra["hil:radio_profile"] = radio_info.get("profile")
+            writer.extra["hil:radio_config"] = rc_
+            writer.extra["hil:rx_gain_mode"] = rc_.get("rx_gain_mode")
+            writer.extra["hil:rx_gain_db"] = rc_.get("rx_gain_db")
+            writer.extra["hil:tx_gain_db"] = rc_.get("tx_gain_db")
         writer.extra["hil:chunk"] = int(src.first_chunk or 16384)  # replay in the same steps
         path = writer.close()
         log.info(

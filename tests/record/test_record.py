@@ -159,3 +159,41 @@ def test_annotations_match_ground_truth(recorded):
         assert a["core:sample_count"] == 2160 and abs(a["hil:true_snr_db"] - 20.0) < 1.0
     live_starts = sorted(r_["frame_start"] for r_ in live)
     assert sorted(a["hil:device_offset"] for a in sent) == live_starts
+
+
+def test_recording_metadata_has_radio_settings(recorded):
+    d, _ = recorded
+    r = SigMFReader(d / "rec")
+    assert r.global_field("hil:radio_profile") == "sim_clean"
+    assert r.global_field("hil:rx_gain_db") == 40.0 and r.global_field("hil:tx_gain_db") == -10.0
+    assert "sim backend" in r.global_field("core:hw")
+    assert r.center_freq_hz == 2.4e9
+    assert r.meta.get_captures()[0]["core:datetime"].startswith("20")
+
+
+def test_injected_drops_recorded_as_annotations(tmp_path):
+    prof = tmp_path / "drops.toml"
+    prof.write_text(
+        'name = "drops"\n[radio]\nbackend = "sim"\nrx_buffer_size = 16384\n'
+        '[radio.sim]\nchannel = "awgn"\nnoise_dbfs = -42.0\ndrop_every = 4\ndrop_samples = 777\n'
+    )
+    rc = link.main(
+        [
+            "--count",
+            "6",
+            "--profile",
+            str(prof),
+            "--out",
+            str(tmp_path / "live"),
+            "--record",
+            str(tmp_path / "rec"),
+            "--json",
+        ]
+    )
+    summary = json.loads((tmp_path / "live/summary.json").read_text())
+    assert rc == 0 and summary["counts"]["balanced"]
+    r = SigMFReader(tmp_path / "rec")
+    lost = [a for a in r.annotations() if a["core:label"] == "samples lost"]
+    assert lost and all(a["hil:lost_samples"] == 777 for a in lost)
+    assert len(lost) == summary["receiver"]["resyncs"] and len(r.captures) == len(lost) + 1
+    assert sum(a["hil:lost_samples"] for a in lost) == summary["receiver"]["lost_samples"]
