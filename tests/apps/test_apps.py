@@ -133,3 +133,62 @@ def test_link_end_to_end_real_processes(tmp_path, capsys):
         "frames.jsonl",
     ):
         assert (tmp_path / "report" / f).stat().st_size > 0
+
+
+def test_rx_raw_mode_accepts_gnu_radio_style_frames(tmp_path):
+    """Raw complex64 frames without our header (GNU Radio's ZMQ PUSH sink) decode like the wire format."""
+    import numpy as np
+    import zmq
+
+    from hil.apps.common import items, shipped_checkpoint
+    from hil.apps.tx import encode_items
+    from hil.jscc.checkpoint import load_checkpoint
+    from hil.phy import FrameBuilder, Header, to_full_scale
+
+    model, phy, doc, _ = load_checkpoint(shipped_checkpoint())
+    sym = encode_items(model, items("builtin", 32, 3)[0])
+    fb = FrameBuilder(phy)
+    parts = [np.zeros(1000, np.complex64)]
+    for i, s in enumerate(sym):
+        h = Header(
+            seq=i,
+            item_id=i,
+            fingerprint=bytes.fromhex(doc["fingerprint"]),
+            payload_len=len(s),
+            shape=(3, 32, 32),
+        )
+        parts += [to_full_scale(fb.build_numpy(s, h))[0], np.zeros(500, np.complex64)]
+    x = np.concatenate(parts)
+    x += (np.random.default_rng(0).normal(size=(len(x), 2)) @ [1, 1j] * 0.003).astype(np.complex64)
+    ep = free_tcp_endpoint()
+    ctx = zmq.Context()
+    push = ctx.socket(zmq.PUSH)
+    push.bind(ep)
+    out = {}
+    t = threading.Thread(
+        target=lambda: out.__setitem__(
+            "rc",
+            rx.main(
+                [
+                    "--radio",
+                    ep,
+                    "--raw",
+                    "--count",
+                    "3",
+                    "--summary",
+                    str(tmp_path / "s.json"),
+                    "--idle-timeout",
+                    "1.5",
+                ]
+            ),
+        )
+    )
+    t.start()
+    for a in range(0, len(x), 4096):
+        push.send(x[a : a + 4096].tobytes())
+    t.join(60)
+    push.close(0)
+    ctx.term()
+    s = json.loads((tmp_path / "s.json").read_text())
+    dec = sorted(r["seq"] for r in s["per_frame"] if r["status"] == "decoded")
+    assert dec == [0, 1, 2] and s["psnr_db_mean"] > 24
