@@ -145,7 +145,9 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
     llr = np.asarray(llr, np.float64)
     if llr.ndim != 2 or llr.shape[1] != coded_bits_capacity(cfg):
         raise ValueError(f"expected [B, {coded_bits_capacity(cfg)}] header LLRs, got {llr.shape}")
-    llr = np.where(np.isfinite(llr), llr, 0.0)[:, interleaver(n)]
+    # erasures for non-finite values; beyond +-1e6 an LLR carries no more information,
+    # and clipping keeps the path metrics finite
+    llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n)]
     out = np.empty((llr.shape[0], HEADER_BITS), np.uint8)
     slow = []
     for i in range(llr.shape[0]):
