@@ -119,3 +119,20 @@ def test_header_llr_decoder_raises_only_header_error(llr):
         decode_header_llr(llr, CFG)
     except HeaderError:
         pass
+
+
+def test_fuzz_command_finds_no_crash():
+    """The fuzz command (README figure: 1e6 inputs) on a short run."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts/fuzz_parsers.py"
+    r = subprocess.run(
+        [sys.executable, str(script), "--n", "20000", "--seed", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 crashes" in r.stdout
