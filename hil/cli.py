@@ -60,6 +60,14 @@ def _export(args) -> int:
     return 0
 
 
+def _keys(args) -> int:
+    from .transport.security import generate_keypair
+
+    pub, sec = generate_keypair(args.dir, args.name)
+    print(f"public key (give it to the peers): {pub}\nsecret key (keep it here, mode 0600): {sec}")
+    return 0
+
+
 def _eval(args) -> int:
     from .jscc.evaluate import run_eval
 
@@ -123,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
         d.add_argument("rest", nargs=argparse.REMAINDER)
         d.set_defaults(func=_app(name))
 
+    d = sub.add_parser("keys", help="generate a CURVE key pair for authenticated remote endpoints")
+    d.add_argument("name", help="key name, e.g. the host: writes NAME.key and NAME.key_secret")
+    d.add_argument("--dir", default="keys", help="folder to write them to")
+    d.set_defaults(func=_keys)
+
     d = sub.add_parser("eval", help="PSNR/SSIM vs SNR of a checkpoint on held-out images")
     d.add_argument("--checkpoint", required=True)
     d.add_argument("--snr", default="0,5,10,15,20", help="comma-separated SNRs in dB")
@@ -159,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, OSError) as exc:
         print(f"hil {args.cmd}: error: {exc}", file=sys.stderr)
         return 2
 

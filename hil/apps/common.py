@@ -66,3 +66,33 @@ def items(dataset: str, crop: int, count: int, seed: int = 0) -> tuple[torch.Ten
     from ..jscc.data import fixed_tiles, open_dataset
 
     return fixed_tiles(open_dataset(dataset, "test"), crop, count, seed)
+
+
+def add_curve_args(p) -> None:
+    """CURVE options shared by the processes (see hil.transport.security)."""
+    g = p.add_argument_group("authentication (ZeroMQ CURVE, for endpoints off this machine)")
+    g.add_argument(
+        "--curve-secret", help="this process's secret certificate (NAME.key_secret from hil keys)"
+    )
+    g.add_argument(
+        "--curve-clients", help="binding side: folder of authorised clients' public certificates"
+    )
+    g.add_argument(
+        "--curve-server-key", help="connecting side: the server's public certificate (NAME.key)"
+    )
+
+
+def curve_server(a):
+    from ..transport.security import CurveServer
+
+    if getattr(a, "curve_secret", None) and getattr(a, "curve_clients", None):
+        return CurveServer(a.curve_secret, a.curve_clients)
+    return None
+
+
+def curve_client(a):
+    from ..transport.security import CurveClient
+
+    if getattr(a, "curve_secret", None) and getattr(a, "curve_server_key", None):
+        return CurveClient(a.curve_secret, a.curve_server_key)
+    return None

@@ -25,7 +25,7 @@ import zmq
 from ..radio import RadioConfig, RadioError, load_profile, open_radio
 from ..radio.config import ConfigError
 from ..transport import CYCLIC, DROP, EOS, SampleReceiver, SampleSender, make_socket, send_json
-from .common import StopFlag, setup_logging
+from .common import StopFlag, add_curve_args, curve_server, setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--serve", action="store_true", help="keep running after the transmitter ends")
     p.add_argument("-v", "--verbose", action="store_true")
+    add_curve_args(p)
     return p
 
 
@@ -93,10 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     stop = StopFlag()
     cfg, name = resolve_config(a)
     ctx = zmq.Context.instance()
-    tx_sock = make_socket(ctx, zmq.PULL, a.tx, bind=True, allow_remote=a.allow_remote)
-    rx_sock = make_socket(ctx, zmq.PUSH, a.rx, bind=True, allow_remote=a.allow_remote)
+    tx_sock = make_socket(
+        ctx, zmq.PULL, a.tx, bind=True, allow_remote=a.allow_remote, curve=curve_server(a)
+    )
+    rx_sock = make_socket(
+        ctx, zmq.PUSH, a.rx, bind=True, allow_remote=a.allow_remote, curve=curve_server(a)
+    )
     tel = (
-        make_socket(ctx, zmq.PUB, a.telemetry, bind=True, allow_remote=a.allow_remote)
+        make_socket(
+            ctx, zmq.PUB, a.telemetry, bind=True, allow_remote=a.allow_remote, curve=curve_server(a)
+        )
         if a.telemetry
         else None
     )

@@ -25,7 +25,7 @@ from ..jscc.checkpoint import load_checkpoint
 from ..jscc.metrics import psnr, ssim
 from ..phy import FrameEvent, FrameReceiver
 from ..transport import DROP, EOS, OVERFLOW, SampleReceiver, make_socket, recv_json
-from .common import StopFlag, items, resolve_checkpoint, setup_logging
+from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="torch CPU threads (1: leaves cores to the radio, and results do not depend on the machine)",
     )
     p.add_argument("-v", "--verbose", action="store_true")
+    add_curve_args(p)
     return p
 
 
@@ -209,7 +210,7 @@ class _Source:
             )
         else:
             ctx = zmq.Context.instance()
-            self.sock = make_socket(ctx, zmq.PULL, a.radio, bind=False)
+            self.sock = make_socket(ctx, zmq.PULL, a.radio, bind=False, curve=curve_client(a))
             self.stream = SampleReceiver(self.sock, raw=a.raw, name="rx<-radio")
 
     def next(self):

@@ -18,7 +18,7 @@ from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
 from ..phy import FrameBuilder, Header, to_full_scale
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
-from .common import StopFlag, items, resolve_checkpoint, setup_logging
+from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
 
 MAX_PAYLOAD = 4800  # complex symbols per frame (100 OFDM symbols); larger images are chunked
 
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--first-seq", type=int, default=0)
     p.add_argument("-v", "--verbose", action="store_true")
+    add_curve_args(p)
     return p
 
 
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     symbols = encode_items(model, x)
     ctx = zmq.Context.instance()
-    sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False)
+    sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False, curve=curve_client(a))
     ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
     sender = SampleSender(sock, stream_id=1, sample_rate_hz=a.sample_rate)
     shape = (3, a.crop, a.crop)

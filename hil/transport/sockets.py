@@ -46,13 +46,19 @@ def is_loopback(endpoint: str) -> bool:
         return False
 
 
-def check_bind(endpoint: str, allow_remote: bool = False) -> None:
-    """Refuse a non-loopback bind unless explicitly allowed (see issue: authenticated remote endpoints)."""
-    if not is_loopback(endpoint) and not allow_remote:
+def check_bind(endpoint: str, allow_remote: bool = False, authenticated: bool = False) -> None:
+    """Refuse a non-loopback bind unless it is authenticated (CURVE) or explicitly forced."""
+    if is_loopback(endpoint) or authenticated:
+        return
+    if not allow_remote:
         raise EndpointError(
-            f"refusing to bind {endpoint}: not a loopback address. Sample streams are unauthenticated; "
-            "bind 127.0.0.1, or set allow_remote (a profile's allow_remote = true) on a trusted network"
+            f"refusing to bind {endpoint}: not a loopback address and not authenticated. "
+            "Bind 127.0.0.1, or use CURVE keys (hil keys; --curve-secret/--curve-clients), "
+            "or force it (--allow-remote) on a network you trust"
         )
+    log.warning(
+        "binding %s without authentication (forced): anyone on that network can connect", endpoint
+    )
 
 
 def free_tcp_endpoint(host: str = "127.0.0.1") -> str:
@@ -70,15 +76,27 @@ def make_socket(
     bind: bool,
     hwm: int = DEFAULT_HWM,
     allow_remote: bool = False,
+    curve=None,
 ) -> zmq.Socket:
+    """A socket with bounded queues; ``curve`` is a ``CurveServer`` (bind) or ``CurveClient`` (connect)."""
+    from .security import CurveClient, CurveServer, apply_client, apply_server
+
     s = ctx.socket(kind)
     s.setsockopt(zmq.LINGER, 1000)
     s.setsockopt(zmq.SNDHWM, hwm)
     s.setsockopt(zmq.RCVHWM, hwm)
     if bind:
-        check_bind(endpoint, allow_remote)
+        if curve is not None and not isinstance(curve, CurveServer):
+            raise EndpointError("a binding socket takes CurveServer settings")
+        check_bind(endpoint, allow_remote, authenticated=curve is not None)
+        if curve is not None:
+            apply_server(ctx, s, curve)
         s.bind(endpoint)
     else:
+        if curve is not None:
+            if not isinstance(curve, CurveClient):
+                raise EndpointError("a connecting socket takes CurveClient settings")
+            apply_client(s, curve)
         s.connect(endpoint)
     return s
 

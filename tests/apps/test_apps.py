@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLEAN = str(ROOT / "firmware_configs/sim_clean.toml")
 
 
-def _run_trio(tmp_path, count=4, tx_extra=(), radio_extra=()):
+def _run_trio(tmp_path, count=4, tx_extra=(), radio_extra=(), rx_extra=()):
     ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
     summary = tmp_path / "s.json"
     results = {}
@@ -42,6 +42,7 @@ def _run_trio(tmp_path, count=4, tx_extra=(), radio_extra=()):
                     str(summary),
                     "--idle-timeout",
                     "60",
+                    *rx_extra,
                 ]
             ),
         )
@@ -192,3 +193,37 @@ def test_rx_raw_mode_accepts_gnu_radio_style_frames(tmp_path):
     s = json.loads((tmp_path / "s.json").read_text())
     dec = sorted(r["seq"] for r in s["per_frame"] if r["status"] == "decoded")
     assert dec == [0, 1, 2] and s["psnr_db_mean"] > 24
+
+
+def test_trio_with_curve_authentication(tmp_path, capsys):
+    """Radio binds as a CURVE server admitting only tx's and rx's keys; they connect as clients."""
+    keys = tmp_path / "keys"
+    for name in ("radio", "tx", "rx"):
+        assert cli_main(["keys", name, "--dir", str(keys / name)]) == 0
+    clients = tmp_path / "clients"
+    clients.mkdir()
+    for name in ("tx", "rx"):
+        (clients / f"{name}.key").write_text((keys / name / f"{name}.key").read_text())
+    server = [
+        "--curve-secret",
+        str(keys / "radio/radio.key_secret"),
+        "--curve-clients",
+        str(clients),
+    ]
+
+    def client(name):
+        return [
+            "--curve-secret",
+            str(keys / name / f"{name}.key_secret"),
+            "--curve-server-key",
+            str(keys / "radio/radio.key"),
+        ]
+
+    rc, s = _run_trio(
+        tmp_path, count=3, tx_extra=client("tx"), radio_extra=server, rx_extra=client("rx")
+    )
+    assert rc == {"radio": 0, "rx": 0, "tx": 0}
+    assert s["counts"]["decoded"] == 3 and s["counts"]["balanced"]
+    from hil.transport.security import stop_authenticators
+
+    stop_authenticators()
