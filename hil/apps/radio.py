@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging("radio", a.verbose)
     stop = StopFlag()
     cfg, name = resolve_config(a)
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()  # this process's own; terminated (flushing the queues) before returning
     tx_sock = make_socket(
         ctx, zmq.PULL, a.tx, bind=True, allow_remote=a.allow_remote, curve=curve_server(a)
     )
@@ -216,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         for s in (tx_sock, rx_sock, tel, truth):
             if s is not None:
                 s.close(linger=2000)
+        from ..transport.security import stop_authenticators
+
+        stop_authenticators()
+        ctx.term()  # blocks until queued messages are out; exiting with zero-copy sends pending can crash
     log.info(
         "radio done: %.3f s of device time, %d RX blocks dropped",
         device_samples / cfg.sample_rate_hz,

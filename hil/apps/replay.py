@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = StopFlag()
     rec = SigMFReader(a.recording)
     chunk = a.chunk or int(rec.global_field("hil:chunk", 16384))
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()
     sock = make_socket(ctx, zmq.PUSH, a.rx, bind=True, allow_remote=a.allow_remote)
     out = SampleSender(
         sock, stream_id=2, sample_rate_hz=rec.sample_rate_hz, center_freq_hz=rec.center_freq_hz
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         out.end(timeout_s=5.0)
         sock.close(linger=5000)
+        ctx.term()
     dt = time.monotonic() - t0
     log.info("replayed %d samples in %.2f s (%.1f MSps)", sent, dt, sent / max(dt, 1e-9) / 1e6)
     return 130 if stop.signal else 0

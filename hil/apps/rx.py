@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-images", help="folder for received images (PNG) and constellation samples (.npy)"
     )
     p.add_argument(
+        "--save-images-max",
+        type=int,
+        default=64,
+        help="save at most this many images (PNG is slow)",
+    )
+    p.add_argument(
         "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
     )
     p.add_argument(
@@ -209,7 +215,8 @@ class _Source:
                 self.recording.sample_rate_hz / 1e6,
             )
         else:
-            ctx = zmq.Context.instance()
+            ctx = zmq.Context()
+            self.ctx = ctx
             self.sock = make_socket(ctx, zmq.PULL, a.radio, bind=False, curve=curve_client(a))
             self.stream = SampleReceiver(self.sock, raw=a.raw, name="rx<-radio")
 
@@ -246,6 +253,7 @@ class _Source:
     def close(self):
         if self.sock is not None:
             self.sock.close(linger=0)
+            self.ctx.term()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,7 +285,7 @@ def _main(a) -> int:
         phy, my_fp = dec.phy, dec.fingerprint
     fr = FrameReceiver(phy)
     fr_base = None  # device sample index of the FrameReceiver's sample 0
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()
     src = _Source(a, log)
     ctrl = make_socket(ctx, zmq.PULL, a.control, bind=True) if a.control else None
     truth_sock = make_socket(ctx, zmq.PULL, a.truth, bind=True) if a.truth else None
@@ -299,6 +307,7 @@ def _main(a) -> int:
         )
     metrics = open(a.metrics, "w") if a.metrics else None
     img_dir = Path(a.save_images) if a.save_images else None
+    saved = [0]
     if img_dir:
         img_dir.mkdir(parents=True, exist_ok=True)
     constellation: list[np.ndarray] = []
@@ -424,7 +433,8 @@ def _main(a) -> int:
             records.append(rec)
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
-            if img_dir is not None:
+            if img_dir is not None and saved[0] < a.save_images_max:
+                saved[0] += 1
                 from PIL import Image
 
                 arr = (img.permute(1, 2, 0).numpy() * 255 + 0.5).astype(np.uint8)
@@ -502,6 +512,7 @@ def _main(a) -> int:
     for s_ in (ctrl, truth_sock):
         if s_ is not None:
             s_.close(linger=0)
+    ctx.term()
     if writer is not None:
         _annotate(writer, detections, manifest, truths)
         writer.fc = src.center_freq_hz

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         a.dataset,
     )
     symbols = encode_items(model, x)
-    ctx = zmq.Context.instance()
+    ctx = zmq.Context()
     sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False, curve=curve_client(a))
     ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
     sender = SampleSender(sock, stream_id=1, sample_rate_hz=a.sample_rate)
@@ -156,5 +156,6 @@ def main(argv: list[str] | None = None) -> int:
         sock.close(linger=5000)
         if ctrl is not None:
             ctrl.close(linger=5000)
+        ctx.term()
     log.info("sent %d frames (%.2f s of airtime) in %.2f s", sent, airtime, time.monotonic() - t0)
     return 0 if not stop else 130
