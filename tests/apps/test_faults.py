@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         30,
         log=logs["rx"],
     )
-    # 40 frames paced at ~50 ms of airtime each: about 2 s on the air
+    # 40 frames paced at ~250 ms of airtime each: about 10 s on the air
     procs["tx"] = _hil(
         "tx",
         "--radio",
@@ -60,12 +61,19 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         "--count",
         40,
         "--gap",
-        200_000,
+        1_000_000,
         "--pace",
         log=logs["tx"],
     )
     try:
-        time.sleep(4.0)  # startup (model load) plus part of the run
+        # kill the radio once the receiver reports a few decoded frames (it logs every 2 s)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            logs["rx"].flush()
+            text = (tmp_path / "rx.log").read_text()
+            if any(int(n) >= 3 for n in re.findall(r"frames: (\d+) decoded", text)):
+                break
+            time.sleep(0.1)
         procs["radio1"].send_signal(signal.SIGKILL)
         procs["radio1"].wait(10)
         time.sleep(0.5)
