@@ -415,6 +415,7 @@ def _main(a) -> int:
             h = first.header
             rec = {
                 "status": "decoded",
+                "time": round(time.time(), 3),
                 "seq": h.seq,
                 "item_id": h.item_id,
                 "chunks": h.chunk_count,
