@@ -100,3 +100,137 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         missed
     ):  # what was lost was lost in the gap, not scattered: decoded frames exist on both sides
         assert min(decoded) < min(missed) or max(decoded) > max(missed)
+
+
+def _paced_profile(tmp_path):
+    prof = tmp_path / "paced.toml"
+    prof.write_text(
+        'name = "paced"\n[radio]\nbackend = "sim"\nrx_buffer_size = 8192\n'
+        '[radio.sim]\nchannel = "awgn"\nnoise_dbfs = -42.0\npaced = true\n'
+    )
+    return prof
+
+
+def _wait_decoded(path, n, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and any(
+            int(k) >= n for k in re.findall(r"frames: (\d+) decoded", path.read_text())
+        ):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.slow
+def test_tx_killed_and_restarted_rx_carries_on(tmp_path):
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    logs = {n: open(tmp_path / f"{n}.log", "w") for n in ("radio", "rx", "tx1", "tx2")}
+    procs = {
+        "radio": _hil(
+            "radio",
+            "--profile",
+            _paced_profile(tmp_path),
+            "--tx",
+            ep_tx,
+            "--rx",
+            ep_rx,
+            log=logs["radio"],
+        )
+    }
+    procs["rx"] = _hil(
+        "rx",
+        "--radio",
+        ep_rx,
+        "--control",
+        ep_ctrl,
+        "--count",
+        40,
+        "--summary",
+        tmp_path / "s.json",
+        "--idle-timeout",
+        30,
+        log=logs["rx"],
+    )
+    tx = ["tx", "--radio", ep_tx, "--control", ep_ctrl, "--count", 40, "--gap", 1_000_000, "--pace"]
+    procs["tx1"] = _hil(*tx, log=logs["tx1"])
+    try:
+        assert _wait_decoded(tmp_path / "rx.log", 3)
+        procs["tx1"].send_signal(signal.SIGKILL)
+        procs["tx1"].wait(10)
+        procs["tx2"] = _hil(
+            *tx[:-1], "--count", 5, "--first-seq", 1000, log=logs["tx2"]
+        )  # a new run, new seqs
+        assert procs["tx2"].wait(120) == 0
+        assert procs["rx"].wait(120) == 0
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in logs.values():
+            f.close()
+    s = json.loads((tmp_path / "s.json").read_text())
+    status = s["frame_status"]
+    assert all(
+        status[str(k)] == "decoded" for k in range(1000, 1005)
+    )  # the restarted transmitter's frames
+    assert s["counts"]["balanced"] and s["counts"]["duplicates"] == 0
+    first_run = [int(k) for k in status if int(k) < 1000]
+    assert (
+        sum(status[str(k)] == "decoded" for k in first_run) >= 3
+    )  # and the first run's frames before the kill
+
+
+@pytest.mark.slow
+def test_rx_killed_and_restarted_resumes_on_next_frame(tmp_path):
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    logs = {n: open(tmp_path / f"{n}.log", "w") for n in ("radio", "rx1", "rx2", "tx")}
+    procs = {
+        "radio": _hil(
+            "radio",
+            "--profile",
+            _paced_profile(tmp_path),
+            "--tx",
+            ep_tx,
+            "--rx",
+            ep_rx,
+            log=logs["radio"],
+        )
+    }
+    rx = ["rx", "--radio", ep_rx, "--control", ep_ctrl, "--count", 40, "--idle-timeout", 30]
+    procs["rx1"] = _hil(*rx, "--summary", tmp_path / "s1.json", log=logs["rx1"])
+    procs["tx"] = _hil(
+        "tx",
+        "--radio",
+        ep_tx,
+        "--control",
+        ep_ctrl,
+        "--count",
+        40,
+        "--gap",
+        1_000_000,
+        "--pace",
+        log=logs["tx"],
+    )
+    try:
+        assert _wait_decoded(tmp_path / "rx1.log", 3)
+        procs["rx1"].send_signal(signal.SIGKILL)
+        procs["rx1"].wait(10)
+        procs["rx2"] = _hil(*rx, "--summary", tmp_path / "s2.json", log=logs["rx2"])
+        assert procs["tx"].wait(120) == 0
+        assert procs["rx2"].wait(120) == 0
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in logs.values():
+            f.close()
+    s = json.loads((tmp_path / "s2.json").read_text())
+    c = s["counts"]
+    decoded = sorted(int(k) for k, v in s["frame_status"].items() if v == "decoded")
+    # the new receiver picks up the stream and decodes every frame from its start on, through the last one
+    assert decoded and decoded[-1] == 39
+    assert decoded == list(range(decoded[0], 40)) or len(decoded) >= 40 - decoded[0] - 1
+    assert c["balanced"]
