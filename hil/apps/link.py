@@ -262,6 +262,7 @@ def print_table(summary: dict) -> None:
         ("decoded", c["decoded"]),
         ("header failed", c["header_failed"]),
         ("refused (other model)", c["refused"]),
+        ("cut by sample drops", c.get("cut", 0)),
         ("missed", c["missed"]),
         ("accounting balanced", c["balanced"]),
         (

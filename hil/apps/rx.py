@@ -108,9 +108,13 @@ class Accounting:
     positions: dict = field(default_factory=dict)  # seq -> frame_start of decoded/refused frames
     unexpected: int = 0  # decoded frames whose seq the transmitter did not report
     duplicates: int = 0
+    cut: dict = field(
+        default_factory=dict
+    )  # seq -> device offset: header decoded, payload cut by a sample drop
+    cut_unknown: int = 0  # frames cut by a drop before their header was decoded
 
     def settle(self) -> dict:
-        """Every sent seq -> decoded | refused | header_failed | missed.
+        """Every sent seq -> decoded | refused | header_failed | cut (by a sample drop) | missed.
 
         Header failures are attributed per interval between two frames whose
         seq is known (by stream position): when an interval holds as many
@@ -123,6 +127,8 @@ class Accounting:
                 status[s] = "decoded"
             elif s in self.refused:
                 status[s] = "refused"
+            elif s in self.cut:
+                status[s] = "cut"
         known = sorted((pos, s) for s, pos in self.positions.items())
         bounds = [(-1, -1), *known, (float("inf"), max(self.sent, default=-1) + 1)]
         attributed = 0
@@ -135,13 +141,14 @@ class Accounting:
                 attributed += len(fails)
         for s in self.sent:
             status.setdefault(s, "missed")
-        names = ("decoded", "refused", "header_failed", "missed")
+        names = ("decoded", "refused", "header_failed", "cut", "missed")
         counts = {k: sum(1 for v in status.values() if v == k) for k in names}
         counts["sent"] = len(self.sent)
         counts["header_failures_seen"] = len(self.header_failed_at)
         counts["header_failures_unattributed"] = len(self.header_failed_at) - attributed
         counts["unexpected"] = self.unexpected
         counts["duplicates"] = self.duplicates
+        counts["cut_before_header"] = self.cut_unknown
         counts["balanced"] = sum(counts[k] for k in names) == len(self.sent)
         return {"counts": counts, "status": {str(k): v for k, v in sorted(status.items())}}
 
@@ -472,6 +479,19 @@ def _main(a) -> int:
                     max(gap, 0),
                     offset,
                 )
+                for det, hdr in fr.incomplete():  # frames the gap cut: failed, not silently gone
+                    if hdr is not None and hdr.seq not in acc.decoded:
+                        acc.cut[hdr.seq] = fr_base + det.frame_start
+                        records.append(
+                            {
+                                "status": "cut",
+                                "seq": hdr.seq,
+                                "item_id": hdr.item_id,
+                                "frame_start": fr_base + det.frame_start,
+                            }
+                        )
+                    elif hdr is None:
+                        acc.cut_unknown += 1
                 fr = FrameReceiver(phy, receiver=fr.rx)
                 fr_base = None
             if fr_base is None:
@@ -573,11 +593,12 @@ def _main(a) -> int:
         Path(a.summary).write_text(json.dumps(summary, indent=1))
     c = settled["counts"]
     log.info(
-        "sent %d: decoded %d, header-failed %d, refused %d, missed %d; mean PSNR %s dB",
+        "sent %d: decoded %d, header-failed %d, refused %d, cut by drops %d, missed %d; mean PSNR %s dB",
         c["sent"],
         c["decoded"],
         c["header_failed"],
         c["refused"],
+        c["cut"],
         c["missed"],
         f"{summary['psnr_db_mean']:.2f}" if ps else "n/a",
     )

@@ -132,6 +132,16 @@ class FrameReceiver:
         self._trim()
         return events
 
+    def incomplete(self) -> list[tuple[Detection, Header | None]]:
+        """Frames detected but not completed (their samples stopped): detection and header if decoded.
+
+        Call when the stream is cut (a drop, a restart) before replacing this receiver, so
+        those frames can be reported as failed rather than vanish.
+        """
+        return [
+            (q[0], q[1] if isinstance(q[1], Header) else None) for q in self._queue if len(q) == 2
+        ]
+
     # ----------------------------------------------------------------- internals
     def _trim(self) -> None:
         keep_from = self._scan
