@@ -131,12 +131,39 @@ def main(argv: list[str] | None = None) -> int:
     if truth is not None:  # what a recorder needs in its metadata: the profile and the settings
         send_json(truth, {"type": "radio_config", "profile": name, "config": cfg.to_dict()})
     tx_done = False
-    linger_left = int(a.linger * cfg.sample_rate_hz)
+    linger_s = a.linger
+    if cfg.backend == "pluto":  # samples handed to the driver still sit in its kernel buffers
+        linger_s = max(
+            linger_s, cfg.kernel_buffers * cfg.tx_buffer_size / cfg.sample_rate_hz + 0.05
+        )
+    linger_left = int(linger_s * cfg.sample_rate_hz)
     dropped_blocks = 0
     pending_flags = 0
     device_samples = 0
     last_tel = 0.0
     rc = 0
+
+    def publish(blocked: bool = False) -> None:
+        nonlocal last_tel
+        if tel is None or time.monotonic() - last_tel <= 1.0:
+            return
+        last_tel = time.monotonic()
+        send_json(
+            tel,
+            {
+                "type": "radio",
+                "device_samples": device_samples,
+                "tx_active": radio.tx_active,
+                "tx_backlog": getattr(radio, "tx_backlog", 0),
+                "dropped_blocks": dropped_blocks,
+                "rx_blocked": blocked,
+                "rx_gain_db": getattr(radio, "rx_gain_db", cfg.rx_gain_db),
+                "tx_messages": tx_in.stats.messages,
+                "tx_malformed": tx_in.stats.malformed,
+            },
+            topic=b"radio",
+        )
+
     try:
         while not stop:
             # TX: take bursts while the queue is short (bounded memory, backpressure on tx)
@@ -164,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             flags = blk.flags | pending_flags
             if is_sim:
                 while not out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0.5):
+                    publish(blocked=True)  # the receiver is slow: the simulation waits for it
                     if stop:
                         break
                 pending_flags = 0
@@ -175,22 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning(
                     "receiver too slow: dropped an RX block of %d samples", len(blk.samples)
                 )
-            if tel is not None and time.monotonic() - last_tel > 1.0:
-                last_tel = time.monotonic()
-                send_json(
-                    tel,
-                    {
-                        "type": "radio",
-                        "device_samples": device_samples,
-                        "tx_active": radio.tx_active,
-                        "tx_backlog": getattr(radio, "tx_backlog", 0),
-                        "dropped_blocks": dropped_blocks,
-                        "rx_gain_db": getattr(radio, "rx_gain_db", cfg.rx_gain_db),
-                        "tx_messages": tx_in.stats.messages,
-                        "tx_malformed": tx_in.stats.malformed,
-                    },
-                    topic=b"radio",
-                )
+            publish()
             if a.max_seconds is not None and device_samples >= a.max_seconds * cfg.sample_rate_hz:
                 log.info("max-seconds reached")
                 break

@@ -234,3 +234,137 @@ def test_rx_killed_and_restarted_resumes_on_next_frame(tmp_path):
     assert decoded and decoded[-1] == 39
     assert decoded == list(range(decoded[0], 40)) or len(decoded) >= 40 - decoded[0] - 1
     assert c["balanced"]
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(19, "No such device"), TimeoutError(110, "libiio timeout")]
+)
+def test_pluto_gone_mid_stream_exits_nonzero_silent_partial_results_kept(
+    tmp_path, monkeypatch, error
+):
+    """The Pluto backend's device fails mid-stream: clear message, TX silenced, exit code 4, rx keeps what it got."""
+    import threading
+
+    from hil.apps import radio, rx, tx
+    from hil.radio.pluto import PlutoRadio
+
+    from ..radio.fake_pluto import FakePluto
+
+    fakes = []
+
+    class FailingFake(FakePluto):
+        """Paced like hardware: rx() waits for its buffer, tx() for room in the kernel's buffers."""
+
+        def rx(self):
+            if self.rx_calls >= 16:
+                raise error
+            time.sleep(self.rx_buffer_size / self.sample_rate)
+            return super().rx()
+
+        def tx(self, data):
+            time.sleep(len(data) / self.sample_rate)
+            return super().tx(data)
+
+    def open_failing(cfg):
+        f = FailingFake()
+        fakes.append(f)
+        return PlutoRadio(cfg, device=f)
+
+    monkeypatch.setattr(radio, "open_radio", open_failing)
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    out = {}
+    t_radio = threading.Thread(
+        target=lambda: out.__setitem__(
+            "radio",
+            radio.main(["--backend", "pluto", "--uri", "ip:fake", "--tx", ep_tx, "--rx", ep_rx]),
+        )
+    )
+    t_rx = threading.Thread(
+        target=lambda: out.__setitem__(
+            "rx",
+            rx.main(
+                [
+                    "--radio",
+                    ep_rx,
+                    "--control",
+                    ep_ctrl,
+                    "--count",
+                    "20",
+                    "--summary",
+                    str(tmp_path / "s.json"),
+                ]
+            ),
+        )
+    )
+    t_radio.start()
+    t_rx.start()
+    assert tx.main(["--radio", ep_tx, "--control", ep_ctrl, "--count", "20", "--gap", "60000"]) == 0
+    t_radio.join(60)
+    t_rx.join(60)
+    assert out["radio"] == 4  # non-zero: the device failed
+    assert not fakes[0].transmitting and fakes[0].destroyed_tx >= 1  # transmitter left silent
+    s = json.loads((tmp_path / "s.json").read_text())
+    c = s["counts"]
+    assert 0 < c["decoded"] < 20 and c["balanced"]  # partial results kept and accounted
+    assert s["end_of_stream"]  # the radio ended the stream cleanly after the failure
+
+
+def test_slow_receiver_slows_the_sim_pipeline_with_bounded_queues(tmp_path):
+    """A receiver that stops reading: the free-running sim radio blocks instead of queueing without bound."""
+    import threading
+
+    import zmq
+
+    from hil.apps import radio
+    from hil.transport import SampleReceiver, make_socket, recv_json
+    from hil.transport.sockets import DEFAULT_HWM
+
+    prof = tmp_path / "small.toml"
+    prof.write_text(
+        '[radio]\nbackend = "sim"\nrx_buffer_size = 4096\n[radio.sim]\nchannel = "awgn"\n'
+    )
+    ep_tx, ep_rx, ep_tel = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    t = threading.Thread(
+        target=radio.main,
+        daemon=True,
+        args=(
+            [
+                "--profile",
+                str(prof),
+                "--tx",
+                ep_tx,
+                "--rx",
+                ep_rx,
+                "--telemetry",
+                ep_tel,
+                "--max-seconds",
+                "30",
+            ],
+        ),
+    )
+    t.start()
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"radio")
+    sub.connect(ep_tel)
+    pull = make_socket(ctx, zmq.PULL, ep_rx, bind=False)
+    rxs = SampleReceiver(pull)
+    assert rxs.recv(timeout_s=10) is not None  # the radio is running; now the receiver stalls
+    time.sleep(3.0)
+    produced, blocked = 0, False
+    deadline = time.monotonic() + 2.5
+    while time.monotonic() < deadline:
+        m = recv_json(sub, timeout_s=0.5)
+        if m is not None:
+            produced = max(produced, m["device_samples"])
+            blocked |= m["rx_blocked"]
+    sub.close(0)
+    pull.close(0)
+    ctx.term()
+    blocks = produced / 4096
+    # Free-running, 3 s would be thousands of blocks; blocked, it is what the queues hold: the two
+    # ZeroMQ high-water marks plus what the kernel's loopback TCP buffers take (their maxima).
+    tcp = sum(int(open(f"/proc/sys/net/ipv4/tcp_{k}").read().split()[2]) for k in ("rmem", "wmem"))
+    bound = 2 * DEFAULT_HWM + tcp / (8 * 4096) + 16
+    assert 0 < blocks <= bound, (blocks, bound)
+    assert blocked  # and the radio says so in its telemetry
