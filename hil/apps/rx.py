@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="save at most this many images (PNG is slow)",
     )
     p.add_argument(
+        "--keep-frames",
+        type=int,
+        default=20_000,
+        help="per-frame records kept for the summary (all go to --metrics); bounds memory",
+    )
+    p.add_argument(
         "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
     )
     p.add_argument(
@@ -151,6 +157,36 @@ class Accounting:
         counts["cut_before_header"] = self.cut_unknown
         counts["balanced"] = sum(counts[k] for k in names) == len(self.sent)
         return {"counts": counts, "status": {str(k): v for k, v in sorted(status.items())}}
+
+
+class Records:
+    """Per-frame records with running aggregates; keeps at most ``keep`` records in memory
+    (the metrics JSON lines hold them all), so a long run's memory does not grow with it."""
+
+    def __init__(self, keep: int = 20_000):
+        self.keep = keep
+        self.items: list[dict] = []
+        self.not_kept = 0
+        self.n = {"decoded": 0, "scored": 0}
+        self.sums = {"psnr_db": 0.0, "ssim": 0.0, "snr_db": 0.0, "cfo_hz": 0.0}
+
+    def add(self, rec: dict) -> None:
+        if rec.get("status") == "decoded":
+            self.n["decoded"] += 1
+            self.sums["snr_db"] += rec["snr_db"]
+            self.sums["cfo_hz"] += rec["cfo_hz"]
+            if "psnr_db" in rec:
+                self.n["scored"] += 1
+                self.sums["psnr_db"] += rec["psnr_db"]
+                self.sums["ssim"] += rec["ssim"]
+        if len(self.items) < self.keep:
+            self.items.append(rec)
+        else:
+            self.not_kept += 1
+
+    def mean(self, key: str) -> float | None:
+        n = self.n["scored"] if key in ("psnr_db", "ssim") else self.n["decoded"]
+        return self.sums[key] / n if n else None
 
 
 class Decoder:
@@ -301,6 +337,7 @@ def _main(a) -> int:
     truths: dict[int, dict] = {}  # msg_seq -> ground truth
     radio_info: dict = {}  # the radio process's profile and settings (sent on the truth channel)
     detections: list[dict] = []
+    n_detections = [0]
     writer = None
     if a.record:
         from ..record import SigMFWriter
@@ -318,7 +355,7 @@ def _main(a) -> int:
     if img_dir:
         img_dir.mkdir(parents=True, exist_ok=True)
     constellation: list[np.ndarray] = []
-    records: list[dict] = []
+    records = Records(a.keep_frames)
     resyncs = 0
     lost_samples = 0
     next_offset = None
@@ -371,10 +408,12 @@ def _main(a) -> int:
                 )
             else:
                 det["error"] = e.error
-            detections.append(det)
+            n_detections[0] += 1
+            if writer is not None:  # kept only to annotate the recording
+                detections.append(det)
             if e.status == "header_error":
                 acc.header_failed_at.append(dev)
-                records.append(
+                records.add(
                     {
                         "status": "header_failed",
                         "frame_start": dev,
@@ -393,7 +432,7 @@ def _main(a) -> int:
             acc.positions[h.seq] = dev
             if h.fingerprint != my_fp:
                 acc.refused[h.seq] = {"fingerprint": h.fingerprint.hex()}
-                records.append(
+                records.add(
                     {
                         "status": "refused",
                         "seq": h.seq,
@@ -411,7 +450,7 @@ def _main(a) -> int:
                 continue
             if dec is None:
                 acc.decoded[h.seq] = {"seq": h.seq}
-                records.append(
+                records.add(
                     {"status": "detected", "seq": h.seq, "item_id": h.item_id, "frame_start": dev}
                 )
                 continue
@@ -437,8 +476,8 @@ def _main(a) -> int:
                 rec["psnr_db"] = round(float(psnr(img[None], ref)), 3)
                 rec["ssim"] = round(float(ssim(img[None], ref)), 4)
             for e in evs:
-                acc.decoded[e.header.seq] = rec
-            records.append(rec)
+                acc.decoded[e.header.seq] = 1
+            records.add(rec)
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
             if img_dir is not None and saved[0] < a.save_images_max:
@@ -482,7 +521,7 @@ def _main(a) -> int:
                 for det, hdr in fr.incomplete():  # frames the gap cut: failed, not silently gone
                     if hdr is not None and hdr.seq not in acc.decoded:
                         acc.cut[hdr.seq] = fr_base + det.frame_start
-                        records.append(
+                        records.add(
                             {
                                 "status": "cut",
                                 "seq": hdr.seq,
@@ -512,13 +551,13 @@ def _main(a) -> int:
                 break
             if now - last_print > 2.0:
                 last_print = now
-                ps = [r["psnr_db"] for r in records if "psnr_db" in r]
+                pm = records.mean("psnr_db")
                 log.info(
                     "frames: %d decoded, %d header-failed, %d refused; mean PSNR %.2f dB",
                     len(acc.decoded),
                     len(acc.header_failed_at),
                     len(acc.refused),
-                    float(np.mean(ps)) if ps else float("nan"),
+                    pm if pm is not None else float("nan"),
                 )
     finally:
         src.close()
@@ -554,21 +593,20 @@ def _main(a) -> int:
             len(writer.annotations),
         )
     settled = acc.settle()
-    ps = [r["psnr_db"] for r in records if "psnr_db" in r]
-    ss = [r["ssim"] for r in records if "ssim" in r]
-    dec_recs = [r for r in records if r.get("status") == "decoded"]
+    ps = records.n["scored"]
     summary = {
         "counts": settled["counts"],
         "frame_status": settled["status"],
-        "psnr_db_mean": float(np.mean(ps)) if ps else None,
-        "ssim_mean": float(np.mean(ss)) if ss else None,
-        "snr_est_db_mean": float(np.mean([r["snr_db"] for r in dec_recs])) if dec_recs else None,
-        "cfo_hz_mean": float(np.mean([r["cfo_hz"] for r in dec_recs])) if dec_recs else None,
-        "per_frame": [r for r in records if r.get("status") != "header_failed"]
-        + [r for r in records if r.get("status") == "header_failed"],
+        "psnr_db_mean": records.mean("psnr_db"),
+        "ssim_mean": records.mean("ssim"),
+        "snr_est_db_mean": records.mean("snr_db"),
+        "cfo_hz_mean": records.mean("cfo_hz"),
+        "per_frame": [r for r in records.items if r.get("status") != "header_failed"]
+        + [r for r in records.items if r.get("status") == "header_failed"],
+        "per_frame_not_kept": records.not_kept,
         "stream": src.stats_dict(),
         "receiver": {
-            "detections": len(detections),
+            "detections": n_detections[0],
             "rejected": fr.stats.rejected,
             "nonfinite": fr.stats.nonfinite,
             "resyncs": resyncs,
