@@ -197,3 +197,65 @@ def test_injected_drops_recorded_as_annotations(tmp_path):
     assert lost and all(a["hil:lost_samples"] == 777 for a in lost)
     assert len(lost) == summary["receiver"]["resyncs"] and len(r.captures) == len(lost) + 1
     assert sum(a["hil:lost_samples"] for a in lost) == summary["receiver"]["lost_samples"]
+
+
+def test_hil_record_captures_a_radio_for_n_frames(tmp_path):
+    """`hil record` against a running radio process: stops after --frames, annotates what it saw."""
+    from hil.apps import record, tx
+
+    ep_tx, ep_rx, ep_ctrl, ep_truth = (free_tcp_endpoint() for _ in range(4))
+    import subprocess
+    import sys
+
+    # a real radio process: once the recorder has what it wants it leaves, and the sim radio
+    # waits for a receiver that went away until it is told to stop
+    radio_proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hil.cli",
+            "radio",
+            "--tx",
+            ep_tx,
+            "--rx",
+            ep_rx,
+            "--truth",
+            ep_truth,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    out = {}
+    t_rec = threading.Thread(
+        target=lambda: out.__setitem__(
+            "rc",
+            record.main(
+                [
+                    "--radio",
+                    ep_rx,
+                    "--out",
+                    str(tmp_path / "cap"),
+                    "--frames",
+                    "3",
+                    "--control",
+                    ep_ctrl,
+                    "--truth",
+                    ep_truth,
+                ]
+            ),
+        )
+    )
+    t_rec.start()
+    try:
+        assert (
+            tx.main(["--radio", ep_tx, "--control", ep_ctrl, "--count", "6", "--gap", "20000"]) == 0
+        )
+        t_rec.join(60)
+    finally:
+        radio_proc.terminate()
+        radio_proc.wait(30)
+    assert out["rc"] == 0
+    r = SigMFReader(tmp_path / "cap")
+    det = [a for a in r.annotations() if a["core:label"].startswith("frame detected")]
+    assert len(det) >= 3 and r.n > 0
+    assert r.global_field("hil:radio_profile") == "default-sim"
