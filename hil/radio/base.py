@@ -64,6 +64,10 @@ class Radio(abc.ABC):
     def set_rx_gain(self, gain_db: float) -> None:
         raise NotImplementedError
 
+    def wait_tx(self, timeout_s: float = 5.0) -> bool:
+        """Wait until queued TX samples are handed to the device (immediate for backends without a queue)."""
+        return True
+
     def __enter__(self):
         return self
 
