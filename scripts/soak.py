@@ -155,7 +155,6 @@ def main(argv=None) -> int:
     recs = [json.loads(line) for line in (out / "frames.jsonl").read_text().splitlines()]
     if recs:
         t_first = recs[0]["time"]
-        k = max(1, int(minutes // 10) or 1)
         span = max(recs[-1]["time"] - t_first, 1e-9)
         print("\n| interval | frames | mean PSNR (dB) |\n| --- | --- | --- |")
         for i in range(6):
@@ -167,7 +166,6 @@ def main(argv=None) -> int:
             ]
             if part:
                 print(f"| {i + 1}/6 | {len(part)} | {sum(part) / len(part):.2f} |")
-        _ = k
     warm = next((i for i, (t, _) in enumerate(samples) if t >= min(60.0, a.minutes * 60 / 4)), 0)
     ok = c["balanced"]
     print(

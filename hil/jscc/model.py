@@ -21,7 +21,6 @@ output channels c sets the bandwidth ratio k/n = (c/2 * H/4 * W/4) / (3 H W)
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
@@ -194,7 +193,3 @@ class JsccModel(nn.Module):
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
-
-
-def psnr_from_mse(mse: float) -> float:
-    return 10 * math.log10(1.0 / max(mse, 1e-12))

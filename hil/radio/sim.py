@@ -125,7 +125,6 @@ class SimEngine:
         start = max(self.tx_time, self.rx_count + LATENCY)
         if cyclic:
             self.cyclic = (start, self._through_channel(x, start)[: len(x)] if len(x) else x)
-            self.cyclic_len = len(x)
             return
         if len(x) == 0:
             return
