@@ -76,10 +76,8 @@ def run_link(a) -> tuple[int, dict, Path]:
         radio_cmd += ["--snr", str(a.snr)]
     if a.tx_gain is not None:
         radio_cmd += ["--tx-gain", str(a.tx_gain)]
-    rx_cmd = _cmd(
-        "rx",
-        "--radio",
-        ep_rx,
+    # what tx and rx must agree on: the manifest channel, the model and the items
+    shared = [
         "--control",
         ep_ctrl,
         "--checkpoint",
@@ -90,6 +88,12 @@ def run_link(a) -> tuple[int, dict, Path]:
         a.crop,
         "--count",
         a.count,
+    ]
+    rx_cmd = _cmd(
+        "rx",
+        "--radio",
+        ep_rx,
+        *shared,
         "--summary",
         out / "summary_rx.json",
         "--metrics",
@@ -105,16 +109,7 @@ def run_link(a) -> tuple[int, dict, Path]:
         "tx",
         "--radio",
         ep_tx,
-        "--control",
-        ep_ctrl,
-        "--checkpoint",
-        ckpt,
-        "--dataset",
-        a.dataset,
-        "--crop",
-        a.crop,
-        "--count",
-        a.count,
+        *shared,
         "--repeat",
         a.repeat,
     )
