@@ -105,7 +105,7 @@ def shipped(_args):
                 + " |"
             )
         print(
-            f"\n{stem.name}: fingerprint {doc['fingerprint']}, {doc['step']} steps, "
+            f"\n{stem.name}: {model.n_parameters()} parameters, fingerprint {doc['fingerprint']}, {doc['step']} steps, "
             f"{doc['train_images']} images in {doc['train_seconds']:.0f} s "
             f"({doc['images_per_second']:.0f} images/s, {doc['device']}, torch {doc['torch']})\n"
         )
