@@ -63,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--keep-frames",
         type=int,
-        default=20_000,
-        help="per-frame records kept for the summary (all go to --metrics); bounds memory",
+        default=2000,
+        help="per-frame records and statuses kept for the summary (all records go to --metrics); "
+        "bounds memory on long runs",
     )
     p.add_argument(
         "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
@@ -106,27 +107,54 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass
 class Accounting:
-    sent: dict = field(default_factory=dict)  # seq -> item_id
+    """Every sent seq -> decoded | refused | header_failed | cut (by a sample drop) | missed.
+
+    Header failures carry no seq; they are attributed per interval between two
+    frames whose seq is known (by stream position): when an interval holds as
+    many failures as it has unaccounted seqs, those seqs failed their headers;
+    otherwise they stay "missed" and the failures are counted as unattributed.
+
+    Memory stays constant on long runs: intervals older than the newest
+    ``window`` known frames are settled into running counts as the run goes
+    (frames arrive in seq order, so nothing later can change them), and a
+    per-seq status is kept for at most ``keep`` frames (non-decoded ones first).
+    """
+
+    keep: int = 2000
+    window: int = 256
+    sent: dict = field(default_factory=dict)  # seq -> item_id (not yet settled)
     done: bool = False
-    decoded: dict = field(default_factory=dict)  # seq -> record
-    refused: dict = field(default_factory=dict)  # seq -> record
-    header_failed_at: list = field(default_factory=list)  # stream positions of header failures
-    positions: dict = field(default_factory=dict)  # seq -> frame_start of decoded/refused frames
+    decoded: set = field(default_factory=set)
+    refused: set = field(default_factory=set)
+    cut: dict = field(default_factory=dict)  # seq -> device offset: payload cut by a sample drop
+    header_failed_at: list = field(default_factory=list)  # stream positions (not yet settled)
+    positions: dict = field(default_factory=dict)  # seq -> stream position (not yet settled)
     unexpected: int = 0  # decoded frames whose seq the transmitter did not report
     duplicates: int = 0
-    cut: dict = field(
-        default_factory=dict
-    )  # seq -> device offset: header decoded, payload cut by a sample drop
     cut_unknown: int = 0  # frames cut by a drop before their header was decoded
+    floor: tuple = (-1, -1)  # (stream position, seq): everything up to it is settled
+    totals: dict = field(default_factory=dict)
+    status_kept: dict = field(default_factory=dict)
+    status_not_kept: int = 0
+    failures_seen: int = 0
+    attributed: int = 0
+    recent: dict = field(default_factory=dict)  # recently settled seqs, to spot duplicates
 
-    def settle(self) -> dict:
-        """Every sent seq -> decoded | refused | header_failed | cut (by a sample drop) | missed.
+    NAMES = ("decoded", "refused", "header_failed", "cut", "missed")
 
-        Header failures are attributed per interval between two frames whose
-        seq is known (by stream position): when an interval holds as many
-        failures as it has unaccounted seqs, those seqs failed their headers;
-        otherwise they stay "missed" and the failures are counted as unattributed.
-        """
+    def header_failed(self, pos: int) -> None:
+        self.failures_seen += 1
+        self.header_failed_at.append(pos)
+
+    def seen(self, seq: int) -> bool:
+        return seq in self.decoded or seq in self.refused or seq in self.recent
+
+    def count(self, name: str) -> int:
+        """Running count (settled + pending) of one outcome, for progress lines."""
+        pending = {"decoded": self.decoded, "refused": self.refused, "cut": self.cut}
+        return self.totals.get(name, 0) + len(pending.get(name, ()))
+
+    def _resolve(self, bounds: list) -> dict:
         status = {}
         for s in self.sent:
             if s in self.decoded:
@@ -135,35 +163,83 @@ class Accounting:
                 status[s] = "refused"
             elif s in self.cut:
                 status[s] = "cut"
-        known = sorted((pos, s) for s, pos in self.positions.items())
-        bounds = [(-1, -1), *known, (float("inf"), max(self.sent, default=-1) + 1)]
-        attributed = 0
         for (p0, s0), (p1, s1) in itertools.pairwise(bounds):
-            fails = [h for h in self.header_failed_at if p0 < h < p1]
+            fails = sum(1 for h in self.header_failed_at if p0 < h < p1)
             open_seqs = [s for s in self.sent if s0 < s < s1 and s not in status]
-            if fails and len(fails) == len(open_seqs):
+            if fails and fails == len(open_seqs):
                 for s in open_seqs:
                     status[s] = "header_failed"
-                attributed += len(fails)
+                self.attributed += fails
+        return status
+
+    def _record(self, status: dict) -> None:
+        for s in sorted(status):
+            v = status[s]
+            self.totals[v] = self.totals.get(v, 0) + 1
+            self.totals["sent"] = self.totals.get("sent", 0) + 1
+            if v != "decoded" and len(self.status_kept) < 2 * self.keep:
+                self.status_kept[s] = v
+            elif len(self.status_kept) < self.keep:
+                self.status_kept[s] = v
+            else:
+                self.status_not_kept += 1
+
+    def compact(self) -> None:
+        """Settle everything up to the ``window``-th newest known frame."""
+        if len(self.positions) <= 2 * self.window:
+            return
+        known = sorted((p, s) for s, p in self.positions.items())
+        end = known[-self.window]
+        older = [k for k in known if k < end]
+        status = self._resolve([self.floor, *older, end])
+        status = {s: v for s, v in status.items() if s <= end[1]}
+        for s in self.sent:
+            if s <= end[1]:
+                status.setdefault(s, "missed")
+        self._record(status)
+        for s in status:
+            del self.sent[s]
+            self.recent[s] = None
+        gone = [s for s in self.positions if s <= end[1]]
+        for s in gone:
+            del self.positions[s]
+            self.recent[s] = None
+        self.decoded = {s for s in self.decoded if s > end[1]}
+        self.refused = {s for s in self.refused if s > end[1]}
+        self.cut = {s: v for s, v in self.cut.items() if s > end[1]}
+        self.header_failed_at = [h for h in self.header_failed_at if h > end[0]]
+        while len(self.recent) > 8 * self.window:
+            del self.recent[next(iter(self.recent))]
+        self.floor = end
+
+    def settle(self) -> dict:
+        known = sorted((p, s) for s, p in self.positions.items())
+        last = (float("inf"), max(self.sent, default=self.floor[1]) + 1)
+        status = self._resolve([self.floor, *known, last])
         for s in self.sent:
             status.setdefault(s, "missed")
-        names = ("decoded", "refused", "header_failed", "cut", "missed")
-        counts = {k: sum(1 for v in status.values() if v == k) for k in names}
-        counts["sent"] = len(self.sent)
-        counts["header_failures_seen"] = len(self.header_failed_at)
-        counts["header_failures_unattributed"] = len(self.header_failed_at) - attributed
+        self._record(status)
+        self.sent.clear()
+        counts = {k: self.totals.get(k, 0) for k in self.NAMES}
+        counts["sent"] = self.totals.get("sent", 0)
+        counts["header_failures_seen"] = self.failures_seen
+        counts["header_failures_unattributed"] = self.failures_seen - self.attributed
         counts["unexpected"] = self.unexpected
         counts["duplicates"] = self.duplicates
         counts["cut_before_header"] = self.cut_unknown
-        counts["balanced"] = sum(counts[k] for k in names) == len(self.sent)
-        return {"counts": counts, "status": {str(k): v for k, v in sorted(status.items())}}
+        counts["balanced"] = sum(counts[k] for k in self.NAMES) == counts["sent"]
+        return {
+            "counts": counts,
+            "status": {str(k): v for k, v in sorted(self.status_kept.items())},
+            "status_not_kept": self.status_not_kept,
+        }
 
 
 class Records:
     """Per-frame records with running aggregates; keeps at most ``keep`` records in memory
     (the metrics JSON lines hold them all), so a long run's memory does not grow with it."""
 
-    def __init__(self, keep: int = 20_000):
+    def __init__(self, keep: int = 2000):
         self.keep = keep
         self.items: list[dict] = []
         self.not_kept = 0
@@ -332,7 +408,10 @@ def _main(a) -> int:
     src = _Source(a, log)
     ctrl = make_socket(ctx, zmq.PULL, a.control, bind=True) if a.control else None
     truth_sock = make_socket(ctx, zmq.PULL, a.truth, bind=True) if a.truth else None
-    acc = Accounting()
+    acc = Accounting(keep=a.keep_frames)
+    pos_base = (
+        0  # stream samples before the FrameReceiver's sample 0: a position that never goes back
+    )
     manifest: dict[int, dict] = {}  # msg_seq -> manifest entry
     truths: dict[int, dict] = {}  # msg_seq -> ground truth
     radio_info: dict = {}  # the radio process's profile and settings (sent on the truth channel)
@@ -376,11 +455,15 @@ def _main(a) -> int:
                     break
                 if m.get("type") == "sent" and isinstance(m.get("seq"), int):
                     acc.sent[m["seq"]] = m.get("item_id")
-                    if isinstance(m.get("msg_seq"), int):
+                    if writer is not None and isinstance(m.get("msg_seq"), int):
                         manifest[m["msg_seq"]] = m
                 elif m.get("type") == "done":
                     acc.done = True
-                elif m.get("type") == "truth" and isinstance(m.get("msg_seq"), int):
+                elif (
+                    writer is not None
+                    and m.get("type") == "truth"
+                    and isinstance(m.get("msg_seq"), int)
+                ):
                     truths[m["msg_seq"]] = m
                 elif m.get("type") == "radio_config" and isinstance(m.get("config"), dict):
                     radio_info.update(m)
@@ -389,6 +472,7 @@ def _main(a) -> int:
         ok = []
         for e in events:
             dev = fr_base + e.frame_start
+            spos = pos_base + e.frame_start
             det = {
                 "device_offset": dev,
                 "status": e.status,
@@ -412,7 +496,7 @@ def _main(a) -> int:
             if writer is not None:  # kept only to annotate the recording
                 detections.append(det)
             if e.status == "header_error":
-                acc.header_failed_at.append(dev)
+                acc.header_failed(spos)
                 records.add(
                     {
                         "status": "header_failed",
@@ -424,14 +508,14 @@ def _main(a) -> int:
                 )
                 continue
             h = e.header
-            if h.seq in acc.decoded or h.seq in acc.refused:
+            if acc.seen(h.seq):
                 acc.duplicates += 1
                 continue
             if acc.sent and h.seq not in acc.sent and acc.done:
                 acc.unexpected += 1
-            acc.positions[h.seq] = dev
+            acc.positions[h.seq] = spos
             if h.fingerprint != my_fp:
-                acc.refused[h.seq] = {"fingerprint": h.fingerprint.hex()}
+                acc.refused.add(h.seq)
                 records.add(
                     {
                         "status": "refused",
@@ -449,7 +533,7 @@ def _main(a) -> int:
                 )
                 continue
             if dec is None:
-                acc.decoded[h.seq] = {"seq": h.seq}
+                acc.decoded.add(h.seq)
                 records.add(
                     {"status": "detected", "seq": h.seq, "item_id": h.item_id, "frame_start": dev}
                 )
@@ -476,7 +560,7 @@ def _main(a) -> int:
                 rec["psnr_db"] = round(float(psnr(img[None], ref)), 3)
                 rec["ssim"] = round(float(ssim(img[None], ref)), 4)
             for e in evs:
-                acc.decoded[e.header.seq] = 1
+                acc.decoded.add(e.header.seq)
             records.add(rec)
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
@@ -533,6 +617,7 @@ def _main(a) -> int:
                         acc.cut_unknown += 1
                 fr = FrameReceiver(phy, receiver=fr.rx)
                 fr_base = None
+                pos_base = stream_samples
             if fr_base is None:
                 fr_base = offset
             next_offset = offset + len(samples)
@@ -542,6 +627,7 @@ def _main(a) -> int:
             stream_samples += len(samples)
             if len(samples):
                 handle(fr.push(samples))
+                acc.compact()
             eos = is_eos
             if a.max_seconds is not None and stream_samples >= a.max_seconds * phy.sample_rate_hz:
                 log.info("max-seconds reached")
@@ -554,9 +640,9 @@ def _main(a) -> int:
                 pm = records.mean("psnr_db")
                 log.info(
                     "frames: %d decoded, %d header-failed, %d refused; mean PSNR %.2f dB",
-                    len(acc.decoded),
-                    len(acc.header_failed_at),
-                    len(acc.refused),
+                    acc.count("decoded"),
+                    acc.failures_seen,
+                    acc.count("refused"),
                     pm if pm is not None else float("nan"),
                 )
     finally:
@@ -597,6 +683,7 @@ def _main(a) -> int:
     summary = {
         "counts": settled["counts"],
         "frame_status": settled["status"],
+        "frame_status_not_kept": settled["status_not_kept"],
         "psnr_db_mean": records.mean("psnr_db"),
         "ssim_mean": records.mean("ssim"),
         "snr_est_db_mean": records.mean("snr_db"),
