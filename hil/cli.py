@@ -126,6 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("link", "run radio, rx and tx as processes on loopback (sim by default)"),
         ("record", "capture a radio's RX stream into a SigMF recording"),
         ("replay", "play a SigMF recording into the link where a radio would"),
+        ("twin", "serve a simulated Pluto over the libiio network protocol (ip:127.0.0.1:30431)"),
     ):
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -156,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-APPS = ("tx", "radio", "rx", "link", "record", "replay")
+APPS = ("tx", "radio", "rx", "link", "record", "replay", "twin")
 
 
 def main(argv: list[str] | None = None) -> int:

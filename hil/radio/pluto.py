@@ -171,8 +171,9 @@ class PlutoRadio(Radio):
 
     @property
     def tx_backlog(self) -> int:
-        """Samples queued for the TX thread, not yet handed to the driver."""
-        return self._txq.qsize() * self.cfg.tx_buffer_size if self._txq is not None else 0
+        """Samples queued for the TX thread and not yet handed to the driver (including the buffer
+        the thread is handing over right now)."""
+        return self._txq.unfinished_tasks * self.cfg.tx_buffer_size if self._txq is not None else 0
 
     def _start_tx_thread(self) -> None:
         if self._tx_thread is not None and self._tx_thread.is_alive():
@@ -190,18 +191,22 @@ class PlutoRadio(Radio):
         """
         zeros = np.zeros(self.cfg.tx_buffer_size, np.complex128)
         while not self._tx_stop.is_set():
+            queued = True
             try:
                 buf = self._txq.get(timeout=0.05)
             except queue.Empty:
                 if not self.idle_fill:
                     continue
-                buf = zeros
+                buf, queued = zeros, False
             try:
                 self.sdr.tx(buf)
             except Exception as exc:
                 self._tx_error = exc
                 log.error("TX thread: %s", exc)
                 return
+            finally:
+                if queued:
+                    self._txq.task_done()
 
     def wait_tx(self, timeout_s: float = 5.0) -> bool:
         """Wait until every queued buffer has been handed to the driver."""
@@ -220,6 +225,7 @@ class PlutoRadio(Radio):
         if self._txq is not None:
             while not self._txq.empty():
                 self._txq.get_nowait()
+                self._txq.task_done()
 
     def _raise_tx_error(self) -> None:
         if self._tx_error is not None:

@@ -56,6 +56,9 @@ class SimEngine:
         self.pending_drop = 0
         self.t0 = time.monotonic()
         self.cfo_hz = s.ppm * 1e-6 * cfg.lo_hz
+        self.lo_offset_hz = 0.0  # TX LO minus RX LO (the twin sets them apart)
+        self.loopback = cfg.loopback  # 1: digital loopback in the FPGA (TX codes straight to RX)
+        self.enabled = True  # the ENSM: False in sleep/wait/alert (nothing radiated or received)
         self.last_truth: dict | None = None
         self._pn_phase = 0.0
         self.dc = 0j
@@ -79,6 +82,12 @@ class SimEngine:
 
         Sets ``last_truth``: where the burst lands and what the channel did to it.
         """
+        if self.loopback == 1:  # digital loopback: the DAC codes, no RF, no channel
+            self.last_truth = {"rx_offset": int(start), "n": len(x), "loopback": 1}
+            return self.dac(x)
+        if abs(self.lo_offset_hz) >= self.cfg.sample_rate_hz / 2:  # TX outside the RX band
+            self.last_truth = {"rx_offset": int(start), "n": len(x), "out_of_band": True}
+            return np.zeros(len(x))
         x = self.dac(x) * 10 ** ((self.cfg.tx_gain_db + self.cfg.sim.path_gain_db) / 20)
         t = to_torch(x[None], torch.complex128)
         tail = 32  # room for the multipath/resampling tail
@@ -114,19 +123,30 @@ class SimEngine:
             t = TimingOffset(sfo_ppm=self.cfg.sim.ppm)(t, delay=0.0).y
         y = to_numpy(t[0], np.complex128)
         n = np.arange(start, start + len(y))
-        if self.cfo_hz:
-            y = y * np.exp(2j * np.pi * self.cfo_hz / self.cfg.sample_rate_hz * n)
+        cfo = self.cfo_hz + self.lo_offset_hz
+        if cfo:
+            y = y * np.exp(2j * np.pi * cfo / self.cfg.sample_rate_hz * n)
         return y
 
     def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
+        """Full-scale samples (validated: |x| <= 1), as the radio interface takes them."""
+        self.tx_dac(check_tx_samples(samples).astype(np.complex128), cyclic)
+
+    def tx_dac(self, x: np.ndarray, cyclic: bool = False, now: int | None = None) -> None:
+        """Samples in DAC units (int16 / 2**14, so up to +-2 before the DAC clips), unvalidated:
+        what the twin receives from a libiio client. ``now``: device time when it arrives
+        (default: the RX sample count; a paced twin passes the wall clock's)."""
         if self.closed:
             raise RadioError("sim radio is closed")
-        x = check_tx_samples(samples).astype(np.complex128)
-        start = max(self.tx_time, self.rx_count + LATENCY)
+        x = np.asarray(x, np.complex128)
+        start = max(self.tx_time, max(self.rx_count, now or 0) + LATENCY)
         if cyclic:
             self.cyclic = (start, self._through_channel(x, start)[: len(x)] if len(x) else x)
             return
         if len(x) == 0:
+            return
+        if not np.any(x) or not self.enabled:  # silence: nothing to put through the channel
+            self.tx_time = start + len(x)
             return
         y = self._through_channel(x, start)
         self.bursts.append((start, y))
@@ -143,6 +163,12 @@ class SimEngine:
     def tx_backlog(self) -> int:
         """Samples queued but not yet on the air."""
         return max(0, self.tx_time - self.rx_count)
+
+    def advance(self, n: int) -> None:
+        """Let n samples of device time pass unread (no RX buffer open)."""
+        self.rx_count += int(n)
+        while self.bursts and self.bursts[0][0] + len(self.bursts[0][1]) <= self.rx_count:
+            self.bursts.popleft()
 
     # -------------------------------------------------------------------- RX
     def inject_drop(self, n: int) -> None:
@@ -197,6 +223,10 @@ class SimEngine:
             if delay > 0:
                 time.sleep(delay)
         sig = self._signal(a, n)
+        if self.loopback == 1 or not self.enabled:
+            self.rx_count += n
+            codes = sig * (2**14 / 16) if self.enabled else np.zeros(n, np.complex128)
+            return RxBlock(self._adc(codes), counter=a, flags=flags, lost=lost)
         if s.phase_noise_hz:
             inc = self.rng.standard_normal(n) * math.sqrt(
                 2 * math.pi * s.phase_noise_hz / self.cfg.sample_rate_hz

@@ -9,6 +9,7 @@ from hil.phy import FrameBuilder, FrameReceiver, Header, to_full_scale
 from hil.radio import RadioConfig, RadioError, SimConfig
 from hil.radio.pluto import PlutoRadio
 from hil.radio.sim import SimRadio
+from hil.twin import PlutoTwin
 
 from .fake_pluto import FakePluto
 
@@ -24,9 +25,9 @@ def _frame(seq=1):
     return x, h
 
 
-@pytest.fixture(params=["sim", "pluto-fake", "pluto-hw"])
+@pytest.fixture(params=["sim", "pluto-fake", "pluto-twin", "pluto-hw"])
 def make_radio(request):
-    made = []
+    made, twins = [], []
 
     def factory(**kw):
         base = dict(
@@ -36,6 +37,10 @@ def make_radio(request):
             rx_gain_db=40.0,
             tx_gain_db=-10.0,
         )
+        if request.param in ("pluto-twin", "pluto-hw"):
+            # real time: samples keep coming while the test builds frames or waits for the TX
+            # thread; 16 kernel buffers (33 ms at 4 MSps) hold them, as a streaming app would read
+            base["kernel_buffers"] = 16
         base.update(kw)
         if request.param == "sim":
             r = SimRadio(RadioConfig(backend="sim", sim=SIM, **base))
@@ -43,6 +48,13 @@ def make_radio(request):
             fake = FakePluto(SIM)
             r = PlutoRadio(RadioConfig(backend="pluto", uri="ip:fake", **base), device=fake)
             r.fake = fake
+        elif (
+            request.param == "pluto-twin"
+        ):  # pyadi-iio and libiio, unmodified, over TCP to the twin
+            pytest.importorskip("adi", reason="the twin variant needs pyadi-iio (extra 'pluto')")
+            twin = PlutoTwin(RadioConfig(sim=SIM), port=0, paced=True).start()
+            twins.append(twin)
+            r = PlutoRadio(RadioConfig(backend="pluto", uri=twin.uri, **base))
         else:
             uri = request.config.getoption("--pluto-uri")
             if not uri:
@@ -54,17 +66,29 @@ def make_radio(request):
     yield factory
     for r in made:
         r.close()
+    for t in twins:
+        t.close()
+
+
+FR = FrameReceiver(FB.cfg)  # built once: its first use must not delay a real-time reader
 
 
 def _receive(radio, blocks):
-    fr = FrameReceiver(FB.cfg)
+    """Read the blocks first, then decode: a real-time radio loses samples that are read late."""
+    got = [radio.rx() for _ in range(blocks)]
+    fr = FrameReceiver(FB.cfg, receiver=FR.rx)
     events, counters = [], []
-    for _ in range(blocks):
-        b = radio.rx()
+    for b in got:
         assert b.samples.dtype == np.complex64 and b.samples.ndim == 1
         counters.append((b.counter, len(b.samples)))
         events += fr.push(b.samples)
     return events, counters
+
+
+def _skip_buffered(radio):
+    """Read past what the kernel buffers held before the last TX change (real-time radios)."""
+    for _ in range(radio.cfg.kernel_buffers):
+        radio.rx()
 
 
 def test_rx_blocks_are_contiguous_complex64(make_radio):
@@ -76,21 +100,22 @@ def test_rx_blocks_are_contiguous_complex64(make_radio):
 
 
 def test_non_cyclic_tx_comes_back_once(make_radio):
-    r = make_radio()
     x, h = _frame(7)
+    r = make_radio()
     r.tx(x)
     assert r.wait_tx()  # the Pluto backend hands buffers to the driver from a thread
-    events, _ = _receive(r, 8)
+    events, _ = _receive(r, 8 + r.cfg.kernel_buffers)  # a real-time radio delivers it that late
     ok = [e for e in events if e.status == "ok"]
     assert [e.header for e in ok] == [h]
 
 
 def test_cyclic_tx_repeats_until_close(make_radio):
-    r = make_radio()
     x, h = _frame(9)
+    r = make_radio()
     gap = np.zeros(3000, np.complex64)
     r.tx(np.concatenate([x, gap]), cyclic=True)
     assert r.tx_active
+    _skip_buffered(r)
     events, _ = _receive(r, 6)
     ok = [e for e in events if e.status == "ok"]
     assert len(ok) >= 5 and all(e.header == h for e in ok)
@@ -99,11 +124,12 @@ def test_cyclic_tx_repeats_until_close(make_radio):
 
 
 def test_cyclic_buffer_can_be_replaced(make_radio):
-    r = make_radio()
     x1, _ = _frame(1)
     x2, h2 = _frame(2)
+    r = make_radio()
     r.tx(np.concatenate([x1, np.zeros(3000, np.complex64)]), cyclic=True)
     r.tx(np.concatenate([x2, np.zeros(3000, np.complex64)]), cyclic=True)
+    _skip_buffered(r)
     events, _ = _receive(r, 6)
     assert {e.header.seq for e in events[-3:] if e.status == "ok"} == {h2.seq}
 

@@ -1,0 +1,568 @@
+"""The Pluto twin's IIO context: devices, channels and attributes with the driver's semantics.
+
+The model is the twin's description of an ADALM-PLUTO (Rev C, AD9363A) as the
+libiio clients see it: four devices, their channels (scan elements with their
+sample formats first, in index order) and attributes. Every attribute is a
+pair of functions over ``PlutoState``: ``read`` returns the value as the
+driver prints it (``71.000000 dB``, ``[2083333 1 61440000]``), ``write``
+parses the text the client sends, enforces the driver's ranges and raises
+``IioError(-EINVAL)`` otherwise. The server serialises the tree as the
+context XML and routes READ/WRITE to it; the state's ``on_change`` hook
+carries the settings that matter into the simulated radio engine.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from xml.sax.saxutils import quoteattr
+
+from ..radio.config import LO_MAX, LO_MIN, RATE_MAX, RX_GAIN, TX_GAIN
+
+RATE_MIN_NATIVE = 2_083_333  # the AD9363's lowest rate without the FIR decimating
+RX_BW = (200_000, 56_000_000)
+TX_BW = (200_000, 40_000_000)
+GAIN_MODES = ("manual", "fast_attack", "slow_attack", "hybrid")
+ENSM_MODES = ("sleep", "wait", "alert", "fdd", "pinctrl", "pinctrl_fdd_indep")
+CALIB_MODES = ("auto", "manual", "manual_tx_quad", "tx_quad", "rf_dc_offs", "rssi_gain_step")
+RX_PORTS = ("A_BALANCED", "B_BALANCED", "C_BALANCED", "A_N", "A_P", "B_N", "B_P", "C_N", "C_P")
+TX_PORTS = ("A", "B")
+XO_NOMINAL = 40_000_000
+
+
+class IioError(Exception):
+    """A failed request, answered with ``-errno`` like the kernel driver / iiod would."""
+
+    def __init__(self, code: int, why: str = ""):
+        super().__init__(why or errno.errorcode.get(code, str(code)))
+        self.code = code
+
+
+def _int(text: str, lo: int, hi: int) -> int:
+    """Integer the way the kernel's kstrto* parse it: decimal digits only, in range."""
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise IioError(errno.EINVAL, f"not an integer: {text!r}")
+    v = int(text)
+    if not lo <= v <= hi:
+        raise IioError(errno.EINVAL, f"{v} outside [{lo}, {hi}]")
+    return v
+
+
+def _fixpoint(text: str, lo: float, hi: float) -> float:
+    """Decimal fixed point (iio_str_to_fixpoint): '40', '40.0', '-10.25'; an optional ' dB'."""
+    t = text.removesuffix("dB").strip()
+    if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", t):
+        raise IioError(errno.EINVAL, f"not a number: {text!r}")
+    v = float(t)
+    if not lo <= v <= hi:
+        raise IioError(errno.EINVAL, f"{v} outside [{lo}, {hi}]")
+    return v
+
+
+def _choice(text: str, options: tuple[str, ...]) -> str:
+    if text not in options:
+        raise IioError(errno.EINVAL, f"{text!r} not one of {' '.join(options)}")
+    return text
+
+
+@dataclass
+class Attr:
+    name: str
+    read: Callable[[], str]
+    write: Callable[[str], None] | None = None
+
+
+@dataclass
+class Channel:
+    id: str
+    output: bool
+    name: str | None = None
+    scan: tuple[int, str] | None = None  # (index, format)
+    attrs: dict[str, Attr] = field(default_factory=dict)
+
+
+@dataclass
+class Device:
+    id: str
+    name: str
+    channels: list[Channel] = field(default_factory=list)
+    attrs: dict[str, Attr] = field(default_factory=dict)
+    debug: dict[str, Attr] = field(default_factory=dict)
+    buffer: dict[str, Attr] = field(default_factory=dict)
+
+    @property
+    def scan_channels(self) -> list[Channel]:
+        return sorted((c for c in self.channels if c.scan), key=lambda c: c.scan[0])
+
+    @property
+    def words(self) -> int:
+        """32-bit words in this device's channel mask."""
+        return max(1, (len(self.channels) + 31) // 32)
+
+    def channel(self, cid: str, output: bool) -> Channel:
+        for c in self.channels:
+            if c.output == output and (c.id == cid or c.name == cid):
+                return c
+        raise IioError(errno.ENXIO, f"{self.id} has no {'output' if output else 'input'} {cid}")
+
+
+@dataclass
+class PlutoState:
+    """Everything the twin's driver remembers. Units: Hz, samples/s, dB."""
+
+    rx_lo: int = 2_400_000_000
+    tx_lo: int = 2_450_000_000
+    sample_rate: int = 30_720_000
+    rx_bw: int = 18_000_000
+    tx_bw: int = 18_000_000
+    gain_mode: str = "slow_attack"
+    rx_gain: float = 71.0  # manual gain; the AGC's current value comes from the engine
+    tx_gain: float = -10.0
+    fir_en: bool = False
+    fir_dec: int = 1
+    fir_text: str = ""
+    fir_taps: int = 0
+    loopback: int = 0
+    ensm_mode: str = "fdd"
+    calib_mode: str = "auto"
+    rx_port: str = "A_BALANCED"
+    tx_port: str = "A"
+    xo_correction: int = XO_NOMINAL
+    rx_lo_powerdown: int = 0
+    tx_lo_powerdown: int = 0
+    tracking: dict = field(default_factory=lambda: {"bb_dc": 1, "rf_dc": 1, "quad": 1})
+    dds: dict = field(
+        default_factory=lambda: {
+            i: {"frequency": 9_279_985, "phase": 90_000 if i >= 2 else 0, "raw": 0, "scale": 0.0}
+            for i in range(4)
+        }
+    )
+    calib: dict = field(default_factory=dict)  # (device, channel) -> calibscale/phase/bias values
+    current_gain: Callable[[], float] | None = None  # the engine's gain (AGC) when attached
+    current_rssi: Callable[[], float] | None = None
+    on_change: Callable[[str], None] | None = None
+
+    def changed(self, what: str) -> None:
+        if self.on_change is not None:
+            self.on_change(what)
+
+    @property
+    def rate_min(self) -> int:
+        return RATE_MIN_NATIVE // self.fir_dec if self.fir_en else RATE_MIN_NATIVE
+
+
+def _rates(s: PlutoState, kind: str) -> str:
+    """tx_path_rates / rx_path_rates in the driver's format, derived from the sample rate."""
+    samp = s.sample_rate
+    f = samp * (s.fir_dec if s.fir_en else 1)
+    h1 = f * 2
+    h2 = h1 * 2
+    conv = h2 if kind == "TX" else h2 * 2
+    pll = conv * 8
+    if kind == "TX":
+        return f"BBPLL:{pll} DAC:{conv} T2:{h2} T1:{h1} TF:{f} TXSAMP:{samp}"
+    return f"BBPLL:{pll} ADC:{conv} R2:{h2} R1:{h1} RF:{f} RXSAMP:{samp}"
+
+
+def parse_fir_config(text: str) -> tuple[int, int]:
+    """The .ftr text pyadi-iio and IIO Oscilloscope write -> (taps, decimation); -EINVAL if invalid."""
+    dec, taps = 1, 0
+    for line in text.replace("\r", "").split("\n"):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split()
+        if parts[0] in ("RX", "TX"):
+            kw = {parts[i]: parts[i + 1] for i in range(2, len(parts) - 1, 2)}
+            d = kw.get("DEC") or kw.get("INT") or "1"
+            if not d.isdigit() or int(d) not in (1, 2, 4):
+                raise IioError(errno.EINVAL, f"FIR decimation {d} not 1, 2 or 4")
+            dec = max(dec, int(d))
+            continue
+        if parts[0] in ("BWRX", "BWTX", "RXPFIR", "TXPFIR"):
+            continue
+        vals = [v for v in re.split(r"[,\s]+", line) if v]
+        if not all(re.fullmatch(r"[+-]?\d+", v) for v in vals):
+            raise IioError(errno.EINVAL, f"bad FIR line {line!r}")
+        if any(not -32768 <= int(v) <= 32767 for v in vals):
+            raise IioError(errno.EINVAL, "FIR coefficient outside int16")
+        taps += 1
+    if taps == 0 or taps > 128 or taps % 16:
+        raise IioError(errno.EINVAL, f"{taps} FIR taps (16..128, a multiple of 16)")
+    return taps, dec
+
+
+def build_pluto(s: PlutoState) -> list[Device]:
+    """The Pluto's IIO devices as the twin presents them."""
+
+    def ro(v: Callable[[], object]) -> Callable[[], str]:
+        return lambda: str(v())
+
+    def setter(key: str, parse: Callable[[str], object], what: str | None = None):
+        def w(text: str) -> None:
+            setattr(s, key, parse(text))
+            s.changed(what or key)
+
+        return w
+
+    # ------------------------------------------------------------ ad9361-phy
+    phy = Device("iio:device0", "ad9361-phy")
+
+    def lo_channel(cid: str, name: str, key: str, pd_key: str) -> Channel:
+        c = Channel(cid, True, name)
+        c.attrs = {
+            "frequency": Attr(
+                "frequency",
+                ro(lambda: getattr(s, key)),
+                setter(key, lambda t: _int(t, LO_MIN, LO_MAX)),
+            ),
+            "frequency_available": Attr(
+                "frequency_available", lambda: f"[{int(LO_MIN)} 1 {int(LO_MAX)}]"
+            ),
+            "external": Attr("external", lambda: "0", lambda t: None),
+            "fastlock_store": Attr("fastlock_store", lambda: "0", lambda t: None),
+            "powerdown": Attr(
+                "powerdown", ro(lambda: getattr(s, pd_key)), setter(pd_key, lambda t: _int(t, 0, 1))
+            ),
+        }
+        return c
+
+    def rx_gain_read() -> str:
+        g = s.current_gain() if s.current_gain is not None else s.rx_gain
+        return f"{round(g):d}.000000 dB"
+
+    def rx_gain_write(text: str) -> None:
+        v = _fixpoint(text, *RX_GAIN)
+        if s.gain_mode != "manual":
+            return  # the driver keeps the AGC's gain
+        s.rx_gain = float(round(v))
+        s.changed("rx_gain")
+
+    def tx_gain_write(text: str) -> None:
+        v = _fixpoint(text, *TX_GAIN)
+        s.tx_gain = round(v * 4) / 4  # 0.25 dB steps
+        s.changed("tx_gain")
+
+    def rate_write(text: str) -> None:
+        v = _int(text, 0, 2**32 - 1)
+        if not s.rate_min <= v <= int(RATE_MAX):
+            raise IioError(
+                errno.EINVAL, f"sampling_frequency {v} outside [{s.rate_min}, {int(RATE_MAX)}]"
+            )
+        s.sample_rate = v
+        s.changed("sample_rate")
+
+    def rssi() -> str:
+        return f"{s.current_rssi() if s.current_rssi is not None else 100.0:.2f} dB"
+
+    def fir_en_write(text: str) -> None:
+        v = _int(text, 0, 1)
+        if v and not s.fir_text:
+            raise IioError(errno.EINVAL, "no FIR loaded (write filter_fir_config first)")
+        if not v and s.sample_rate < RATE_MIN_NATIVE:
+            raise IioError(errno.EINVAL, "the sample rate needs the FIR: raise it before disabling")
+        s.fir_en = bool(v)
+        s.changed("fir")
+
+    fir_en = Attr("filter_fir_en", lambda: str(int(s.fir_en)), fir_en_write)
+    rx0 = Channel("voltage0", False)
+    rx0.attrs = {
+        "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
+        "sampling_frequency_available": Attr(
+            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX)}]"
+        ),
+        "rf_bandwidth": Attr(
+            "rf_bandwidth", ro(lambda: s.rx_bw), setter("rx_bw", lambda t: _int(t, *RX_BW))
+        ),
+        "rf_bandwidth_available": Attr(
+            "rf_bandwidth_available", lambda: f"[{RX_BW[0]} 1 {RX_BW[1]}]"
+        ),
+        "hardwaregain": Attr("hardwaregain", rx_gain_read, rx_gain_write),
+        "hardwaregain_available": Attr(
+            "hardwaregain_available", lambda: f"[{RX_GAIN[0]:g} 1 {RX_GAIN[1]:g}]"
+        ),
+        "gain_control_mode": Attr(
+            "gain_control_mode",
+            lambda: s.gain_mode,
+            setter("gain_mode", lambda t: _choice(t, GAIN_MODES)),
+        ),
+        "gain_control_mode_available": Attr(
+            "gain_control_mode_available", lambda: " ".join(GAIN_MODES)
+        ),
+        "rf_port_select": Attr(
+            "rf_port_select", lambda: s.rx_port, setter("rx_port", lambda t: _choice(t, RX_PORTS))
+        ),
+        "rf_port_select_available": Attr("rf_port_select_available", lambda: " ".join(RX_PORTS)),
+        "rssi": Attr("rssi", rssi),
+        "filter_fir_en": fir_en,
+    }
+    for key, attr in (
+        ("bb_dc", "bb_dc_offset_tracking_en"),
+        ("rf_dc", "rf_dc_offset_tracking_en"),
+        ("quad", "quadrature_tracking_en"),
+    ):
+
+        def tw(text: str, key=key) -> None:
+            s.tracking[key] = _int(text, 0, 1)
+
+        rx0.attrs[attr] = Attr(attr, lambda key=key: str(s.tracking[key]), tw)
+    tx0 = Channel("voltage0", True)
+    tx0.attrs = {
+        "hardwaregain": Attr("hardwaregain", lambda: f"{s.tx_gain:.6f} dB", tx_gain_write),
+        "hardwaregain_available": Attr(
+            "hardwaregain_available", lambda: f"[{TX_GAIN[0]:.6f} 0.250000 {TX_GAIN[1]:.6f}]"
+        ),
+        "rf_bandwidth": Attr(
+            "rf_bandwidth", ro(lambda: s.tx_bw), setter("tx_bw", lambda t: _int(t, *TX_BW))
+        ),
+        "rf_bandwidth_available": Attr(
+            "rf_bandwidth_available", lambda: f"[{TX_BW[0]} 1 {TX_BW[1]}]"
+        ),
+        "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
+        "sampling_frequency_available": Attr(
+            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX)}]"
+        ),
+        "rf_port_select": Attr(
+            "rf_port_select", lambda: s.tx_port, setter("tx_port", lambda t: _choice(t, TX_PORTS))
+        ),
+        "rf_port_select_available": Attr("rf_port_select_available", lambda: " ".join(TX_PORTS)),
+        "rssi": Attr("rssi", lambda: "0.00 dB"),
+        "filter_fir_en": fir_en,
+    }
+    fir_out = Channel("out", False)
+    fir_out.attrs = {
+        "voltage_filter_fir_en": Attr("voltage_filter_fir_en", fir_en.read, fir_en.write)
+    }
+    phy.channels = [
+        lo_channel("altvoltage0", "RX_LO", "rx_lo", "rx_lo_powerdown"),
+        lo_channel("altvoltage1", "TX_LO", "tx_lo", "tx_lo_powerdown"),
+        rx0,
+        tx0,
+        fir_out,
+    ]
+
+    def fir_config_write(text: str) -> None:
+        taps, dec = parse_fir_config(text)
+        s.fir_text, s.fir_dec = text, dec
+        s.fir_taps = taps
+        s.changed("fir")
+
+    def fir_config_read() -> str:
+        if not s.fir_text:
+            return "FIR Rx: 0,0 Tx: 0,0"
+        return f"FIR Rx: {s.fir_taps},{s.fir_dec} Tx: {s.fir_taps},{s.fir_dec}"
+
+    phy.attrs = {
+        "calib_mode": Attr(
+            "calib_mode",
+            lambda: s.calib_mode,
+            setter("calib_mode", lambda t: _choice(t, CALIB_MODES)),
+        ),
+        "calib_mode_available": Attr("calib_mode_available", lambda: " ".join(CALIB_MODES)),
+        "ensm_mode": Attr(
+            "ensm_mode", lambda: s.ensm_mode, setter("ensm_mode", lambda t: _choice(t, ENSM_MODES))
+        ),
+        "ensm_mode_available": Attr("ensm_mode_available", lambda: " ".join(ENSM_MODES)),
+        "filter_fir_config": Attr("filter_fir_config", fir_config_read, fir_config_write),
+        "rx_path_rates": Attr("rx_path_rates", lambda: _rates(s, "RX")),
+        "tx_path_rates": Attr("tx_path_rates", lambda: _rates(s, "TX")),
+        "trx_rate_governor": Attr("trx_rate_governor", lambda: "nominal", lambda t: None),
+        "xo_correction": Attr(
+            "xo_correction",
+            ro(lambda: s.xo_correction),
+            setter("xo_correction", lambda t: _int(t, XO_NOMINAL - 8000, XO_NOMINAL + 8000)),
+        ),
+        "xo_correction_available": Attr(
+            "xo_correction_available", lambda: f"[{XO_NOMINAL - 8000} 1 {XO_NOMINAL + 8000}]"
+        ),
+    }
+    phy.debug = {
+        "loopback": Attr(
+            "loopback", ro(lambda: s.loopback), setter("loopback", lambda t: _int(t, 0, 2))
+        ),
+        "initialize": Attr("initialize", lambda: "0", lambda t: None),
+        "adi,xo-disable-use-ext-refclk-enable": Attr(
+            "adi,xo-disable-use-ext-refclk-enable", lambda: "0"
+        ),
+    }
+
+    # ------------------------------------------------------------ xadc (monitor only)
+    xadc = Device("iio:device1", "xadc")
+    temp = Channel("temp0", False)
+    temp.attrs = {
+        "raw": Attr("raw", lambda: "2520"),
+        "offset": Attr("offset", lambda: "-2219"),
+        "scale": Attr("scale", lambda: "123.040771484"),
+    }
+    xadc.channels = [temp]
+    for i, raw in enumerate((1340, 2430, 1785)):
+        c = Channel(f"voltage{i}", False)
+        c.attrs = {
+            "raw": Attr("raw", lambda raw=raw: str(raw)),
+            "scale": Attr("scale", lambda: "0.732421875"),
+        }
+        xadc.channels.append(c)
+
+    # ------------------------------------------------------------ DMA devices
+    def calib(dev: str, cid: str, key: str, default: str) -> Attr:
+        def w(text: str) -> None:
+            _fixpoint(text, -1e6, 1e6)
+            s.calib[(dev, cid, key)] = text
+
+        return Attr(key, lambda: s.calib.get((dev, cid, key), default), w)
+
+    def dma_rate() -> str:
+        return str(s.sample_rate)
+
+    def dma_rates() -> str:
+        return f"{s.sample_rate} {s.sample_rate // 8}"
+
+    buffer_attrs = {
+        "data_available": Attr("data_available", lambda: "0"),
+        "length_align_bytes": Attr("length_align_bytes", lambda: "8"),
+        "watermark": Attr("watermark", lambda: "2048", lambda t: None),
+    }
+
+    dds = Device("iio:device2", "cf-ad9361-dds-core-lpc")
+    for i in range(2):
+        c = Channel(f"voltage{i}", True, scan=(i, "le:S16/16>>0"))
+        c.attrs = {
+            "calibphase": calib("dds", c.id, "calibphase", "0.000000"),
+            "calibscale": calib("dds", c.id, "calibscale", "1.000000"),
+            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+            "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
+        }
+        dds.channels.append(c)
+    for i, name in enumerate(("TX1_I_F1", "TX1_I_F2", "TX1_Q_F1", "TX1_Q_F2")):
+
+        def dds_attr(key: str, parse: Callable[[str], object], fmt: Callable[[object], str], i=i):
+            def w(text: str) -> None:
+                s.dds[i][key] = parse(text)
+                s.changed("dds")
+
+            return Attr(key, lambda: fmt(s.dds[i][key]), w)
+
+        c = Channel(f"altvoltage{i}", True, name)
+        c.attrs = {
+            "frequency": dds_attr("frequency", lambda t: _int(t, 0, 30_720_000), str),
+            "phase": dds_attr("phase", lambda t: _int(t, 0, 360_000), str),
+            "raw": dds_attr("raw", lambda t: _int(t, 0, 1), str),
+            "scale": dds_attr("scale", lambda t: _fixpoint(t, 0.0, 1.0), lambda v: f"{v:.6f}"),
+            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+        }
+        dds.channels.append(c)
+    dds.buffer = dict(buffer_attrs)
+
+    adc = Device("iio:device3", "cf-ad9361-lpc")
+    for i in range(2):
+        c = Channel(f"voltage{i}", False, scan=(i, "le:S12/16>>0"))
+        c.attrs = {
+            "calibbias": calib("adc", c.id, "calibbias", "0"),
+            "calibphase": calib("adc", c.id, "calibphase", "0.000000"),
+            "calibscale": calib("adc", c.id, "calibscale", "1.000000"),
+            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+            "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
+        }
+        adc.channels.append(c)
+    adc.buffer = dict(buffer_attrs)
+    return [phy, xadc, dds, adc]
+
+
+# -------------------------------------------------------------------------- XML
+
+# The document type of a libiio context, as the clients validate it.
+DTD = (
+    "<!DOCTYPE context ["
+    "<!ELEMENT context (device | context-attribute)*>"
+    "<!ELEMENT context-attribute EMPTY>"
+    "<!ELEMENT device (channel | attribute | debug-attribute | buffer-attribute)*>"
+    "<!ELEMENT channel (scan-element?, attribute*)>"
+    "<!ELEMENT attribute EMPTY>"
+    "<!ELEMENT scan-element EMPTY>"
+    "<!ELEMENT debug-attribute EMPTY>"
+    "<!ELEMENT buffer-attribute EMPTY>"
+    "<!ATTLIST context name CDATA #REQUIRED version-major CDATA #REQUIRED "
+    "version-minor CDATA #REQUIRED version-git CDATA #REQUIRED description CDATA #IMPLIED>"
+    "<!ATTLIST context-attribute name CDATA #REQUIRED value CDATA #REQUIRED>"
+    "<!ATTLIST device id CDATA #REQUIRED name CDATA #IMPLIED label CDATA #IMPLIED>"
+    "<!ATTLIST channel id CDATA #REQUIRED type (input|output) #REQUIRED name CDATA #IMPLIED>"
+    "<!ATTLIST scan-element index CDATA #REQUIRED format CDATA #REQUIRED scale CDATA #IMPLIED>"
+    "<!ATTLIST attribute name CDATA #REQUIRED filename CDATA #IMPLIED value CDATA #IMPLIED>"
+    "<!ATTLIST debug-attribute name CDATA #REQUIRED value CDATA #IMPLIED>"
+    "<!ATTLIST buffer-attribute name CDATA #REQUIRED value CDATA #IMPLIED>"
+    "]>"
+)
+
+CONTEXT_ATTRS = {
+    "hw_model": "Analog Devices PlutoSDR Rev.C (Z7010-AD9363A)",
+    "hw_model_variant": "0",
+    "hw_serial": "hil-twin-0001",
+    "fw_version": "v0.32",
+    "ad9361-phy,xo_correction": str(XO_NOMINAL),
+    "ad9361-phy,model": "ad9363a",
+    "local,kernel": "hil-twin",
+    "description": "hil Pluto twin: a simulated ADALM-PLUTO behind the libiio network protocol",
+}
+VERSION = (0, 24, "v0.24")
+
+
+def context_xml(devices: list[Device]) -> str:
+    q = quoteattr
+    out = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        DTD,
+        f'<context name="network" version-major="{VERSION[0]}" version-minor="{VERSION[1]}" '
+        f"version-git={q(VERSION[2])} description={q(CONTEXT_ATTRS['description'])} >",
+    ]
+    for k, v in CONTEXT_ATTRS.items():
+        out.append(f"<context-attribute name={q(k)} value={q(v)} />")
+    for d in devices:
+        out.append(f"<device id={q(d.id)} name={q(d.name)} >")
+        for c in [*d.scan_channels, *(c for c in d.channels if not c.scan)]:
+            name = f" name={q(c.name)}" if c.name else ""
+            kind = "output" if c.output else "input"
+            out.append(f'<channel id={q(c.id)}{name} type="{kind}" >')
+            if c.scan:
+                out.append(
+                    f'<scan-element index="{c.scan[0]}" format={q(c.scan[1])} scale="1.000000" />'
+                )
+            for a in c.attrs:
+                prefix = "out" if c.output else "in"
+                out.append(f"<attribute name={q(a)} filename={q(f'{prefix}_{c.id}_{a}')} />")
+            out.append("</channel>")
+        for a in d.attrs:
+            out.append(f"<attribute name={q(a)} />")
+        for a in d.debug:
+            out.append(f"<debug-attribute name={q(a)} />")
+        for a in d.buffer:
+            out.append(f"<buffer-attribute name={q(a)} />")
+        out.append("</device>")
+    out.append("</context>")
+    return "".join(out)
+
+
+def mask_channels(dev: Device, mask_hex: str) -> list[Channel]:
+    """Parse a channel mask (8 hex digits per 32-bit word, most significant word first) -> the
+    enabled scan channels in mask-bit order; -EINVAL for a wrong length, bad digits, no channel,
+    or a bit past the scan channels."""
+    if len(mask_hex) != 8 * dev.words or not re.fullmatch(r"[0-9a-fA-F]+", mask_hex):
+        raise IioError(errno.EINVAL, f"mask {mask_hex!r}: need {8 * dev.words} hex digits")
+    bits = int(mask_hex, 16)
+    scan = dev.scan_channels
+    if bits == 0 or bits >> len(scan):
+        raise IioError(
+            errno.EINVAL, f"mask {mask_hex} enables no channel or one that is not a scan element"
+        )
+    return [c for i, c in enumerate(scan) if bits >> i & 1]
+
+
+def clamp_gain(g: float) -> float:
+    return float(min(max(g, RX_GAIN[0]), RX_GAIN[1]))
+
+
+def rssi_db(power_dbfs: float) -> float:
+    """A Pluto-like RSSI reading (dB below a reference) from the received power."""
+    return round(max(0.0, -power_dbfs) * 4) / 4 if math.isfinite(power_dbfs) else 127.75

@@ -1,0 +1,529 @@
+"""The Pluto twin's server: the libiio network ("text") protocol over TCP, the sim engine behind it.
+
+One thread per connection: the control connection (PRINT, READ, WRITE,
+GETTRIG, ...) and one connection per open buffer (OPEN, READBUF/WRITEBUF,
+CLOSE), all live at once. Every reply goes out in one ``sendall``; a request
+the server cannot honour gets ``-errno`` and the connection carries on; a
+connection that breaks the framing (a line longer than 4 KiB, a write larger
+than 16 MiB) is closed. A client that disconnects mid-buffer closes its
+buffers (a cyclic transmitter stops).
+
+Device time is the engine's RX sample count. While an RX buffer is open,
+reading it moves time on (paced: no faster than the sample rate, sent in
+10 ms chunks so the client's 5 s read timeout never bites); a WRITEBUF waits
+while the transmit queue holds more than the kernel buffers would, as the
+DMA does. With no RX buffer open, time runs by itself (paced: the wall
+clock; unpaced: as fast as the transmitter pushes).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import threading
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..radio.config import RadioConfig
+from ..radio.sim import SimEngine
+from .model import (
+    VERSION,
+    Device,
+    IioError,
+    PlutoState,
+    build_pluto,
+    clamp_gain,
+    context_xml,
+    mask_channels,
+    rssi_db,
+)
+
+log = logging.getLogger("hil.twin")
+
+DEFAULT_PORT = 30431
+MAX_LINE = 4096
+MAX_WRITE = 16 << 20  # bytes in one attribute write
+MAX_SAMPLES = 1 << 24  # samples in one buffer
+MAX_CONNECTIONS = 32
+ENSM_ACTIVE = ("fdd", "pinctrl", "pinctrl_fdd_indep")
+
+
+class _Closed(Exception):
+    """The peer went away or broke the framing: drop the connection."""
+
+
+@dataclass
+class _Buffer:
+    dev: Device
+    samples: int
+    channels: list  # enabled scan channels, in mask-bit order
+    mask: str
+    cyclic: bool
+    owner: int  # connection id
+
+    @property
+    def sample_bytes(self) -> int:
+        return 2 * len(self.channels)
+
+
+class PlutoTwin:
+    """A simulated ADALM-PLUTO served over the libiio network protocol.
+
+    Args:
+        cfg: radio configuration whose ``sim`` section is the channel and front end
+            (the ``[radio]`` values seed the attributes; clients then set them).
+        host, port: where to listen (loopback by default; port 0 picks a free one).
+        paced: run device time at the sample rate (as a real Pluto does).
+    """
+
+    def __init__(
+        self,
+        cfg: RadioConfig | None = None,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        paced: bool = False,
+    ):
+        cfg = cfg or RadioConfig()
+        self.cfg = cfg.replace(backend="sim", uri=None, sim=replace(cfg.sim, paced=False))
+        self.paced = paced
+        self.engine = SimEngine(self.cfg)
+        self.engine.stale_left = 0
+        self.lock = threading.Condition(threading.RLock())
+        self.state = PlutoState(
+            rx_lo=int(cfg.lo_hz),
+            tx_lo=int(cfg.lo_hz),
+            sample_rate=int(cfg.sample_rate_hz),
+            rx_bw=int(cfg.rx_bw),
+            tx_bw=int(min(cfg.tx_bw, 40e6)),
+            gain_mode=cfg.rx_gain_mode,
+            rx_gain=cfg.rx_gain_db,
+            tx_gain=cfg.tx_gain_db,
+            loopback=cfg.loopback,
+        )
+        self.state.current_gain = lambda: self.engine.gain_db
+        self.state.current_rssi = self._rssi
+        self.state.on_change = self._apply
+        self.devices = build_pluto(self.state)
+        self.xml = context_xml(self.devices).encode()
+        self.buffers: dict[str, _Buffer] = {}  # device id -> open buffer
+        self.kernel_buffers: dict[str, int] = {}
+        self.t0 = time.monotonic()  # device sample a is due at t0 + a / rate (paced)
+        self._jump: tuple[int, int] | None = None  # paced overflow: (at, to) device time
+        self.last_power_dbfs = float("-inf")
+        self.stats = {
+            "connections": 0,
+            "commands": 0,
+            "errors": 0,
+            "rx_samples": 0,
+            "tx_samples": 0,
+        }
+        self._conns: dict[int, socket.socket] = {}
+        self._next_id = 0
+        self._stop = threading.Event()
+        self.sock = socket.create_server((host, port), reuse_port=False)
+        self.sock.settimeout(0.2)
+        self.host, self.port = self.sock.getsockname()[:2]
+        self._thread: threading.Thread | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"ip:{self.host}:{self.port}"
+
+    # ----------------------------------------------------------------- engine glue
+    def _apply(self, what: str) -> None:
+        """An attribute changed: carry it into the engine (called with the lock held)."""
+        s, e = self.state, self.engine
+        with self.lock:
+            if what in ("sample_rate", "fir"):  # device time carries on at the new rate
+                pos = max(e.rx_count, int((time.monotonic() - self.t0) * e.cfg.sample_rate_hz))
+                self.t0 = time.monotonic() - pos / s.sample_rate
+            cfg = e.cfg.replace(
+                lo_hz=float(s.rx_lo),
+                sample_rate_hz=float(s.sample_rate),
+                fir_enable=s.fir_en or s.sample_rate < 2_083_334,
+                rx_gain_mode=s.gain_mode,
+                tx_gain_db=s.tx_gain,
+                rx_gain_db=clamp_gain(s.rx_gain),
+                loopback=s.loopback,
+            )
+            e.cfg = cfg
+            e.cfo_hz = cfg.sim.ppm * 1e-6 * cfg.lo_hz
+            e.lo_offset_hz = float(s.tx_lo - s.rx_lo)
+            e.loopback = s.loopback
+            e.enabled = s.ensm_mode in ENSM_ACTIVE
+            if what == "rx_gain" or (what == "gain_mode" and s.gain_mode == "manual"):
+                e.set_gain(
+                    s.rx_gain if what == "rx_gain" else e.gain_db
+                )  # manual keeps the AGC's gain
+                s.rx_gain = e.gain_db
+
+    def _rssi(self) -> float:
+        return rssi_db(self.last_power_dbfs)
+
+    def _run_clock(self) -> None:
+        """Without an RX buffer open, device time passes by itself (paced: with the wall clock)."""
+        rx_open = any(not b.channels[0].output for b in self.buffers.values())
+        if rx_open or not self.paced:
+            return
+        due = int((time.monotonic() - self.t0) * self.state.sample_rate)
+        if due > self.engine.rx_count:
+            self.engine.advance(due - self.engine.rx_count)
+
+    def _rx_samples(self, buf: _Buffer, n: int) -> np.ndarray:
+        """n samples of the enabled channels as int16 [n, channels] (12-bit codes)."""
+        if self.paced:
+            while True:
+                with self.lock:
+                    due = self.t0 + (self.engine.rx_count + n) / self.state.sample_rate
+                wait = due - time.monotonic()
+                if wait <= 0:
+                    break
+                time.sleep(min(wait, 0.05))
+        with self.lock:
+            blk = self.engine.rx(n)
+            self.lock.notify_all()
+        z = blk.samples.astype(np.complex128) * 2048.0
+        if len(z):
+            p = float(np.mean(np.abs(z) ** 2)) / 2048.0**2
+            self.last_power_dbfs = 10 * np.log10(p) if p > 0 else float("-inf")
+        iq = np.empty((n, 2), np.int16)
+        iq[:, 0] = np.round(z.real)
+        iq[:, 1] = np.round(z.imag)
+        cols = [int(c.id[-1]) for c in buf.channels]
+        self.stats["rx_samples"] += n
+        return iq[:, cols]
+
+    def _now(self) -> int:
+        """Device time by the wall clock (paced)."""
+        return int((time.monotonic() - self.t0) * self.state.sample_rate)
+
+    def _overflow(self, buf: _Buffer) -> None:
+        """Paced: a client reading late gets the kernel buffers filled before it fell behind,
+        then a gap (the DMA had nowhere to write), then samples from when it read again."""
+        e = self.engine
+        if self._jump is not None and e.rx_count >= self._jump[0]:
+            if self._jump[1] > e.rx_count:
+                e.advance(self._jump[1] - e.rx_count)
+            self._jump = None
+        held = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
+        now = self._now()
+        if self._jump is None and now - e.rx_count > held:
+            self._jump = (e.rx_count + held, now)
+            self.stats["rx_lost"] = self.stats.get("rx_lost", 0) + now - e.rx_count - held
+            self.stats["overflows"] = self.stats.get("overflows", 0) + 1
+
+    def _tx_samples(self, buf: _Buffer, raw: bytes) -> None:
+        data = np.frombuffer(raw, "<i2").reshape(-1, len(buf.channels)).astype(np.float64)
+        iq = np.zeros((len(data), 2))
+        for k, c in enumerate(buf.channels):
+            iq[:, int(c.id[-1])] = data[:, k]
+        x = (iq[:, 0] + 1j * iq[:, 1]) / 2**14
+        limit = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
+        with self.lock:
+            if buf.cyclic:
+                self.engine.tx_dac(x, cyclic=True, now=self._now() if self.paced else None)
+                return
+            deadline = time.monotonic() + 4.0  # under the client's 5 s timeout
+            while not self._stop.is_set():
+                if self.paced:  # the DAC drains the queue in real time
+                    if self.engine.tx_time - self._now() + len(x) <= limit:
+                        break
+                else:
+                    if self.engine.tx_backlog + len(x) <= limit:
+                        break
+                    if not any(not b.channels[0].output for b in self.buffers.values()):
+                        self.engine.advance(self.engine.tx_backlog + len(x) - limit)
+                        break
+                if time.monotonic() > deadline:
+                    log.warning("TX queue full for 4 s (is anyone reading RX?); accepting anyway")
+                    break
+                self._run_clock()
+                self.lock.wait(0.005)
+            self.engine.tx_dac(x, now=self._now() if self.paced else None)
+            self.stats["tx_samples"] += len(x)
+
+    # ----------------------------------------------------------------- serving
+    def start(self) -> PlutoTwin:
+        self._thread = threading.Thread(target=self.serve_forever, name="twin-accept", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        log.info("Pluto twin listening on %s", self.uri)
+        while not self._stop.is_set():
+            try:
+                conn, peer = self.sock.accept()
+            except TimeoutError:
+                with self.lock:
+                    self._run_clock()
+                continue
+            except OSError:
+                break
+            if len(self._conns) >= MAX_CONNECTIONS:
+                log.warning("refusing %s: %d connections open", peer, len(self._conns))
+                conn.close()
+                continue
+            self._next_id += 1
+            cid = self._next_id
+            self._conns[cid] = conn
+            self.stats["connections"] += 1
+            threading.Thread(
+                target=self._serve_conn, args=(conn, cid), name=f"twin-conn{cid}", daemon=True
+            ).start()
+
+    def close(self) -> None:
+        self._stop.set()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        for c in list(self._conns.values()):
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+                c.close()
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        with self.lock:
+            self.engine.close()
+
+    def __enter__(self) -> PlutoTwin:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _serve_conn(self, conn: socket.socket, cid: int) -> None:
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        f = conn.makefile("rb", buffering=1 << 16)
+        try:
+            while not self._stop.is_set():
+                line = f.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE and not line.endswith(b"\n"):
+                    log.warning("connection %d: line longer than %d bytes; closing", cid, MAX_LINE)
+                    conn.sendall(b"%d\n" % -errno.EINVAL)
+                    break
+                words = line.decode("ascii", "replace").strip().split()
+                if not words:
+                    continue  # a blank line gets no reply
+                if words[0].upper() in ("EXIT", "QUIT"):
+                    break
+                self.stats["commands"] += 1
+                try:
+                    self._command(conn, f, cid, words)
+                except IioError as exc:
+                    self.stats["errors"] += 1
+                    log.debug(
+                        "connection %d: %s -> %d (%s)", cid, " ".join(words)[:80], -exc.code, exc
+                    )
+                    conn.sendall(b"%d\n" % -exc.code)
+        except (_Closed, ConnectionError, OSError) as exc:
+            log.debug("connection %d closed: %s", cid, exc)
+        finally:
+            self._release(cid)
+            self._conns.pop(cid, None)
+            try:
+                f.close()
+                conn.close()
+            except OSError:
+                pass
+
+    def _release(self, cid: int) -> None:
+        """Close every buffer this connection holds (CLOSE or a disconnect)."""
+        with self.lock:
+            for _dev_id, b in list(self.buffers.items()):
+                if b.owner == cid:
+                    self._close_buffer(b)
+
+    def _close_buffer(self, b: _Buffer) -> None:
+        del self.buffers[b.dev.id]
+        if b.cyclic:
+            self.engine.stop_cyclic()
+        if not b.channels[0].output:
+            self._jump = None
+        self.lock.notify_all()
+
+    # ----------------------------------------------------------------- commands
+    def _device(self, name: str) -> Device:
+        for d in self.devices:
+            if name in (d.id, d.name):
+                return d
+        raise IioError(errno.ENODEV, f"no device {name}")
+
+    def _attr(self, words: list[str]):
+        """[dev, (DEBUG|BUFFER|INPUT chn|OUTPUT chn)?, attr] -> Attr."""
+        if len(words) < 2:
+            raise IioError(errno.EINVAL, "missing device or attribute")
+        dev = self._device(words[0])
+        kind = words[1].upper()
+        if kind in ("INPUT", "OUTPUT"):
+            if len(words) != 4:
+                raise IioError(errno.EINVAL, "syntax: INPUT|OUTPUT <channel> <attr>")
+            table = dev.channel(words[2], kind == "OUTPUT").attrs
+            name = words[3]
+        elif kind in ("DEBUG", "BUFFER") and len(words) == 3:
+            table = dev.debug if kind == "DEBUG" else dev.buffer
+            name = words[2]
+        elif len(words) == 2:
+            table, name = dev.attrs, words[1]
+        else:
+            raise IioError(errno.EINVAL, "syntax")
+        if name not in table:
+            raise IioError(errno.ENOENT, f"no attribute {name}")
+        return table[name]
+
+    def _command(self, conn: socket.socket, f, cid: int, words: list[str]) -> None:
+        cmd, args = words[0].upper(), words[1:]
+        send = conn.sendall
+        if cmd == "VERSION":
+            send(f"{VERSION[0]}.{VERSION[1]}.{VERSION[2]:<7}\n".encode())
+        elif cmd == "PRINT":
+            send(b"%d\n" % len(self.xml) + self.xml + b"\n")
+        elif cmd == "TIMEOUT":
+            _int_arg(args, 1, 0, 2**31 - 1)
+            send(b"0\n")
+        elif cmd == "READ":
+            with self.lock:
+                value = self._attr(args).read().encode()
+            send(b"%d\n" % len(value) + value + b"\n")
+        elif cmd == "WRITE":
+            if len(args) < 3 or not args[-1].isdigit():
+                raise IioError(errno.EINVAL, "syntax: WRITE <dev> ... <attr> <bytes>")
+            n = int(args[-1])
+            if n > MAX_WRITE:
+                send(b"%d\n" % -errno.EINVAL)
+                raise _Closed(f"attribute write of {n} bytes")
+            raw = _read_exact(f, n)
+            attr = self._attr(args[:-1])
+            if attr.write is None:
+                raise IioError(errno.EACCES, f"{attr.name} is read-only")
+            text = raw.split(b"\0", 1)[0].decode("ascii", "replace").strip()
+            with self.lock:
+                attr.write(text)
+            send(b"%d\n" % n)
+        elif cmd == "OPEN":
+            self._open(cid, args)
+            send(b"0\n")
+        elif cmd == "CLOSE":
+            if len(args) != 1:
+                raise IioError(errno.EINVAL, "syntax: CLOSE <dev>")
+            dev = self._device(args[0])
+            with self.lock:
+                b = self.buffers.get(dev.id)
+                if b is None or b.owner != cid:
+                    raise IioError(errno.ENXIO, f"{dev.id} is not open")
+                self._close_buffer(b)
+            send(b"0\n")
+        elif cmd == "READBUF":
+            self._readbuf(conn, cid, args)
+        elif cmd == "WRITEBUF":
+            self._writebuf(conn, f, cid, args)
+        elif cmd == "GETTRIG":
+            if len(args) != 1:
+                raise IioError(errno.EINVAL, "syntax: GETTRIG <dev>")
+            self._device(args[0])
+            raise IioError(errno.ENOENT, "no trigger")
+        elif cmd == "SETTRIG":
+            if len(args) not in (1, 2):
+                raise IioError(errno.EINVAL, "syntax: SETTRIG <dev> [<trigger>]")
+            self._device(args[0])
+            if len(args) == 2:
+                raise IioError(errno.ENOENT, f"no trigger {args[1]}")
+            send(b"0\n")
+        elif cmd == "SET":
+            if len(args) != 3 or args[1].upper() != "BUFFERS_COUNT":
+                raise IioError(errno.EINVAL, "syntax: SET <dev> BUFFERS_COUNT <n>")
+            dev = self._device(args[0])
+            self.kernel_buffers[dev.id] = _int_arg(args[2:], 1, 1, 64)
+            send(b"0\n")
+        else:  # ZPRINT, BINARY (libiio 1.x probe), anything else
+            raise IioError(errno.EINVAL, f"unknown command {cmd}")
+
+    def _open(self, cid: int, args: list[str]) -> None:
+        if len(args) not in (3, 4) or (len(args) == 4 and args[3].upper() != "CYCLIC"):
+            raise IioError(errno.EINVAL, "syntax: OPEN <dev> <samples> <mask> [CYCLIC]")
+        dev = self._device(args[0])
+        samples = _int_arg(args[1:2], 1, 1, 2**63)
+        if samples > MAX_SAMPLES:
+            raise IioError(errno.ENOMEM, f"{samples} samples")
+        channels = mask_channels(dev, args[2])
+        cyclic = len(args) == 4
+        output = channels[0].output
+        if cyclic and not output:
+            raise IioError(errno.EINVAL, "an input buffer cannot be cyclic")
+        with self.lock:
+            if dev.id in self.buffers:
+                raise IioError(errno.EBUSY, f"{dev.id} already has a buffer open")
+            if not output:
+                self._run_clock()  # the buffer starts filling now
+                self._jump = None
+            self.buffers[dev.id] = _Buffer(dev, samples, channels, args[2].lower(), cyclic, cid)
+            if not output:
+                self.engine.stale_left = self.cfg.sim.stale_buffers
+
+    def _own(self, cid: int, name: str, output: bool) -> _Buffer:
+        dev = self._device(name)
+        b = self.buffers.get(dev.id)
+        if b is None or b.owner != cid:
+            raise IioError(errno.EBADF, f"{dev.id} is not open on this connection")
+        if b.channels[0].output != output:
+            raise IioError(
+                errno.EINVAL, f"{dev.id} is an {'output' if b.channels[0].output else 'input'}"
+            )
+        return b
+
+    def _readbuf(self, conn: socket.socket, cid: int, args: list[str]) -> None:
+        if len(args) != 2:
+            raise IioError(errno.EINVAL, "syntax: READBUF <dev> <bytes>")
+        b = self._own(cid, args[0], False)
+        nbytes = _int_arg(args[1:], 1, 1, 2**63)
+        if nbytes % b.sample_bytes or nbytes // b.sample_bytes > b.samples:
+            raise IioError(errno.EINVAL, f"{nbytes} bytes: not whole samples within the buffer")
+        n = nbytes // b.sample_bytes
+        with self.lock:
+            stale = self.engine.stale_left > 0
+            if self.paced and not stale:
+                self._overflow(b)
+        chunk = n if (stale or not self.paced) else max(1, int(0.01 * self.state.sample_rate))
+        head = b"%s\n" % b.mask.encode()
+        done = 0
+        while done < n:
+            k = min(chunk, n - done)
+            payload = self._rx_samples(b, k).tobytes()
+            conn.sendall(b"%d\n" % len(payload) + head + payload)
+            head = b""
+            done += k
+
+    def _writebuf(self, conn: socket.socket, f, cid: int, args: list[str]) -> None:
+        if len(args) != 2:
+            raise IioError(errno.EINVAL, "syntax: WRITEBUF <dev> <bytes>")
+        b = self._own(cid, args[0], True)
+        nbytes = _int_arg(args[1:], 1, 1, 2**63)
+        if nbytes % b.sample_bytes or nbytes // b.sample_bytes > b.samples:
+            raise IioError(errno.EINVAL, f"{nbytes} bytes: not whole samples within the buffer")
+        conn.sendall(b"0\n")
+        raw = _read_exact(f, nbytes)
+        self._tx_samples(b, raw)
+        conn.sendall(b"%d\n" % nbytes)
+
+
+def _int_arg(args: list[str], count: int, lo: int, hi: int) -> int:
+    if len(args) != count or not args[-1].isdigit():
+        raise IioError(errno.EINVAL, "expected a non-negative integer")
+    v = int(args[-1])
+    if not lo <= v <= hi:
+        raise IioError(errno.EINVAL, f"{v} outside [{lo}, {hi}]")
+    return v
+
+
+def _read_exact(f, n: int) -> bytes:
+    out = f.read(n)
+    if out is None or len(out) != n:
+        raise _Closed(f"peer sent {0 if out is None else len(out)} of {n} bytes")
+    return out
