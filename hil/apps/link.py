@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--pace", action="store_true", help="transmit in real time (sim: also pace the radio)"
     )
+    p.add_argument(
+        "--gap", type=int, default=None, help="silent samples after each frame (tx --gap)"
+    )
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -100,6 +103,8 @@ def run_link(a) -> tuple[int, dict, Path]:
         out / "frames.jsonl",
         "--save-images",
         out / "received",
+        "--ready-file",
+        out / "rx.ready",
     )
     if a.record:
         ep_truth = free_tcp_endpoint()
@@ -115,6 +120,8 @@ def run_link(a) -> tuple[int, dict, Path]:
     )
     if a.pace:
         tx_cmd.append("--pace")
+    if a.gap is not None:
+        tx_cmd += ["--gap", str(a.gap)]
     env = dict(
         os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")
     )
@@ -127,6 +134,13 @@ def run_link(a) -> tuple[int, dict, Path]:
             radio_cmd, stdout=logs["radio"], stderr=subprocess.STDOUT, env=env
         )
         procs["rx"] = subprocess.Popen(rx_cmd, stdout=logs["rx"], stderr=subprocess.STDOUT, env=env)
+        # a real-time radio drops what nobody reads: transmit once the receiver takes samples
+        ready = out / "rx.ready"
+        ready.unlink(missing_ok=True)
+        while not ready.exists() and time.monotonic() < t0 + 120:
+            if any(procs[n].poll() is not None for n in ("radio", "rx")):
+                break
+            time.sleep(0.05)
         procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
         deadline = t0 + a.timeout
         # wait for tx and rx; if any process dies with an error, stop the others at once

@@ -132,11 +132,18 @@ def main(argv: list[str] | None = None) -> int:
         send_json(truth, {"type": "radio_config", "profile": name, "config": cfg.to_dict()})
     tx_done = False
     linger_s = a.linger
-    if cfg.backend == "pluto":  # samples handed to the driver still sit in its kernel buffers
+    if cfg.backend == "pluto":  # samples handed to the driver still sit in its kernel buffers:
+        # TX (4, pyadi's default), then RX (kernel_buffers) before a read returns them
         linger_s = max(
-            linger_s, cfg.kernel_buffers * cfg.tx_buffer_size / cfg.sample_rate_hz + 0.05
+            linger_s,
+            (4 * cfg.tx_buffer_size + cfg.kernel_buffers * cfg.rx_buffer_size) / cfg.sample_rate_hz
+            + 0.1,
         )
     linger_left = int(linger_s * cfg.sample_rate_hz)
+    # accept TX while the backend can queue it without blocking (a blocked loop starves RX)
+    max_backlog_s = min(
+        a.max_tx_backlog, getattr(radio, "tx_capacity", float("inf")) / 2 / cfg.sample_rate_hz
+    )
     dropped_blocks = 0
     pending_flags = 0
     device_samples = 0
@@ -168,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         while not stop:
             # TX: take bursts while the queue is short (bounded memory, backpressure on tx)
             backlog_s = getattr(radio, "tx_backlog", 0) / cfg.sample_rate_hz
-            while backlog_s < a.max_tx_backlog:
+            while backlog_s < max_backlog_s:
                 msg = tx_in.recv(timeout_s=0)
                 if msg is None:
                     break

@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
     )
     p.add_argument(
+        "--ready-file",
+        help="touch this file once samples flow through the receiver (hil link starts tx then)",
+    )
+    p.add_argument(
         "--truth", help="endpoint to bind for the sim radio's per-burst ground truth (PULL)"
     )
     p.add_argument("--record", help="also write the received stream as a SigMF recording <stem>")
@@ -628,6 +632,9 @@ def _main(a) -> int:
             if len(samples):
                 handle(fr.push(samples))
                 acc.compact()
+                if a.ready_file and first_data is not None:
+                    Path(a.ready_file).touch()
+                    a.ready_file = None
             eos = is_eos
             if a.max_seconds is not None and stream_samples >= a.max_seconds * phy.sample_rate_hz:
                 log.info("max-seconds reached")

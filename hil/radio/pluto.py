@@ -85,6 +85,10 @@ class PlutoRadio(Radio):
         self._tx_thread: threading.Thread | None = None
         self._tx_stop = threading.Event()
         self._tx_error: Exception | None = None
+        self._pack_lock = threading.Lock()
+        self._pack = np.zeros(cfg.tx_buffer_size, np.complex128)
+        self._fill = 0
+        self._handing = 0
         # zeros between frames keep the DAC fed; off for injected devices whose tx() does not block
         self.idle_fill = device is None
         self._counter = 0
@@ -99,6 +103,8 @@ class PlutoRadio(Radio):
         if self.sdr is not None:
             self._silence()
         self.cfg = cfg
+        with self._pack_lock:
+            self._pack, self._fill = np.zeros(cfg.tx_buffer_size, np.complex128), 0
         sdr = self._device if self._device is not None else open_pluto(cfg.uri)
         self.sdr = sdr
         try:
@@ -162,23 +168,54 @@ class PlutoRadio(Radio):
             self._destroy_tx()
             self.sdr.tx_cyclic_buffer = False
         self._start_tx_thread()
+        # bursts are packed back to back into fixed-size buffers (pyadi refuses a buffer of
+        # another length); the TX thread sends a partly filled one, zero-padded, when idle
+        # (the lock is held for the whole burst, so an idle flush never splits one; put() only
+        # blocks while the queue is full, and then the TX thread takes buffers without the lock)
         n = self.cfg.tx_buffer_size
-        for a in range(0, len(x), n):
-            blk = np.zeros(n, np.complex128)  # fixed size: pyadi refuses a buffer of another length
-            part = x[a : a + n]
-            blk[: len(part)] = part * DRIVE
-            self._txq.put(blk)
+        a = 0
+        with self._pack_lock:
+            while a < len(x):
+                k = min(n - self._fill, len(x) - a)
+                self._pack[self._fill : self._fill + k] = x[a : a + k] * DRIVE
+                self._fill += k
+                a += k
+                if self._fill == n:
+                    full, self._pack, self._fill = self._pack, np.zeros(n, np.complex128), 0
+                    self._txq.put(full)
+
+    def _take_partial(self) -> np.ndarray | bool:
+        """The partly filled buffer (zero-padded); False when there is none; True when tx() is
+        packing a burst right now (its next buffer is coming: send nothing meanwhile)."""
+        if not self._pack_lock.acquire(blocking=False):
+            return True
+        try:
+            if self._fill == 0:
+                return False
+            buf = self._pack
+            self._handing = self._fill  # counted in tx_backlog until the driver has it
+            self._pack, self._fill = np.zeros(self.cfg.tx_buffer_size, np.complex128), 0
+            return buf
+        finally:
+            self._pack_lock.release()
+
+    @property
+    def tx_capacity(self) -> int:
+        """Samples ``tx`` can queue without blocking."""
+        return 4 * self.cfg.kernel_buffers * self.cfg.tx_buffer_size
 
     @property
     def tx_backlog(self) -> int:
         """Samples queued for the TX thread and not yet handed to the driver (including the buffer
         the thread is handing over right now)."""
-        return self._txq.unfinished_tasks * self.cfg.tx_buffer_size if self._txq is not None else 0
+        if self._txq is None:
+            return 0
+        return self._txq.unfinished_tasks * self.cfg.tx_buffer_size + self._fill + self._handing
 
     def _start_tx_thread(self) -> None:
         if self._tx_thread is not None and self._tx_thread.is_alive():
             return
-        self._txq = queue.Queue(maxsize=4 * self.cfg.kernel_buffers)
+        self._txq = queue.Queue(maxsize=self.tx_capacity // self.cfg.tx_buffer_size)
         self._tx_stop.clear()
         self._tx_thread = threading.Thread(target=self._tx_worker, name="pluto-tx", daemon=True)
         self._tx_thread.start()
@@ -193,11 +230,16 @@ class PlutoRadio(Radio):
         while not self._tx_stop.is_set():
             queued = True
             try:
-                buf = self._txq.get(timeout=0.05)
+                buf = self._txq.get(timeout=0.005 if self.idle_fill else 0.02)
             except queue.Empty:
-                if not self.idle_fill:
+                queued = False
+                buf = self._take_partial()
+                if buf is True:
                     continue
-                buf, queued = zeros, False
+                if buf is False:
+                    if not self.idle_fill:
+                        continue
+                    buf = zeros
             try:
                 self.sdr.tx(buf)
             except Exception as exc:
@@ -207,6 +249,7 @@ class PlutoRadio(Radio):
             finally:
                 if queued:
                     self._txq.task_done()
+                self._handing = 0
 
     def wait_tx(self, timeout_s: float = 5.0) -> bool:
         """Wait until every queued buffer has been handed to the driver."""
@@ -226,6 +269,8 @@ class PlutoRadio(Radio):
             while not self._txq.empty():
                 self._txq.get_nowait()
                 self._txq.task_done()
+        with self._pack_lock:
+            self._fill = 0
 
     def _raise_tx_error(self) -> None:
         if self._tx_error is not None:

@@ -34,6 +34,17 @@ REF_GAIN_DB = 40.0  # sim.noise_dbfs and the signal level are referred to this R
 LATENCY = 2048  # samples between tx() and the burst reaching the antenna
 
 
+def _bursts(x: np.ndarray, min_gap: int = 256) -> list[tuple[int, int]]:
+    """[start, end) of the non-silent runs of x, split at runs of >= min_gap zero samples."""
+    nz = np.flatnonzero(x)
+    if len(nz) == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(nz) > min_gap)
+    starts = np.concatenate([[nz[0]], nz[cuts + 1]])
+    ends = np.concatenate([nz[cuts] + 1, [nz[-1] + 1]])
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+
+
 class SimEngine:
     """Device model; times are RX sample indices."""
 
@@ -145,7 +156,15 @@ class SimEngine:
             return
         if len(x) == 0:
             return
-        if not np.any(x) or not self.enabled:  # silence: nothing to put through the channel
+        if not self.enabled:  # ENSM not in an active state: nothing is radiated
+            self.tx_time = start + len(x)
+            return
+        # a device buffer packs bursts and silence; only the bursts go through the channel
+        segs = _bursts(x)
+        if len(segs) != 1 or segs[0] != (0, len(x)):
+            for a, b in segs:
+                y = self._through_channel(x[a:b], start + a)
+                self.bursts.append((start + a, y))
             self.tx_time = start + len(x)
             return
         y = self._through_channel(x, start)
@@ -227,18 +246,28 @@ class SimEngine:
             self.rx_count += n
             codes = sig * (2**14 / 16) if self.enabled else np.zeros(n, np.complex128)
             return RxBlock(self._adc(codes), counter=a, flags=flags, lost=lost)
+        # single precision from here on: ADC codes need 12 bits, float32 carries 24
+        sig = sig.astype(np.complex64)
         if s.phase_noise_hz:
             inc = self.rng.standard_normal(n) * math.sqrt(
                 2 * math.pi * s.phase_noise_hz / self.cfg.sample_rate_hz
             )
             ph = self._pn_phase + np.cumsum(inc)
             self._pn_phase = float(ph[-1])
-            sig = sig * np.exp(1j * ph)
+            ph32 = np.fmod(ph, 2 * np.pi).astype(np.float32)
+            rot = np.empty(n, np.complex64)
+            rot.real, rot.imag = np.cos(ph32), np.sin(ph32)
+            sig *= rot
         noise_amp = 10 ** (s.noise_dbfs / 20) / math.sqrt(2)
-        noise = (self.rng.standard_normal(n) + 1j * self.rng.standard_normal(n)) * noise_amp
         g = 10 ** ((self.gain_db - REF_GAIN_DB) / 20)
-        v = (sig + noise) * g * ADC_FS
-        v = self.k1 * v + self.k2 * np.conj(v) + self.dc
+        v = self.rng.standard_normal(2 * n, dtype=np.float32).view(np.complex64)
+        v *= np.float32(noise_amp)
+        v += sig
+        v *= np.float32(g * ADC_FS)
+        if self.k2 != 0:
+            v = (self.k1 * v + self.k2 * np.conj(v)).astype(np.complex64)
+        if self.dc:
+            v += np.complex64(self.dc)
         self._agc(v)
         self.rx_count += n
         return RxBlock(self._adc(v), counter=a, flags=flags, lost=lost)
@@ -255,9 +284,10 @@ class SimEngine:
     @staticmethod
     def _adc(v: np.ndarray) -> np.ndarray:
         """12-bit ADC: codes -2048..2047 with saturation -> full scale 1.0, complex64."""
-        i = np.clip(np.round(v.real), -2048, 2047)
-        q = np.clip(np.round(v.imag), -2048, 2047)
-        return ((i + 1j * q) / ADC_FS).astype(np.complex64)
+        f = np.ascontiguousarray(v, np.complex64).view(np.float32)
+        out = np.clip(np.round(f), -2048, 2047)
+        out *= np.float32(1 / ADC_FS)
+        return out.view(np.complex64)
 
     def raw_rx(self, n: int) -> tuple[np.ndarray, RxBlock]:
         """rx as pyadi-iio returns it: complex128 ADC codes."""

@@ -89,6 +89,9 @@ class PlutoTwin:
         cfg = cfg or RadioConfig()
         self.cfg = cfg.replace(backend="sim", uri=None, sim=replace(cfg.sim, paced=False))
         self.paced = paced
+        warm = SimEngine(self.cfg)  # first use of the channel code is slow: not on a client's time
+        warm.tx_dac(np.full(4096, 0.1 + 0.1j))
+        warm.rx(8192)
         self.engine = SimEngine(self.cfg)
         self.engine.stale_left = 0
         self.lock = threading.Condition(threading.RLock())
@@ -223,6 +226,7 @@ class PlutoTwin:
         x = (iq[:, 0] + 1j * iq[:, 1]) / 2**14
         limit = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
         with self.lock:
+            self.stats["tx_samples"] += len(x)
             if buf.cyclic:
                 self.engine.tx_dac(x, cyclic=True, now=self._now() if self.paced else None)
                 return
@@ -243,7 +247,6 @@ class PlutoTwin:
                 self._run_clock()
                 self.lock.wait(0.005)
             self.engine.tx_dac(x, now=self._now() if self.paced else None)
-            self.stats["tx_samples"] += len(x)
 
     # ----------------------------------------------------------------- serving
     def start(self) -> PlutoTwin:

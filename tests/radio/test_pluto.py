@@ -56,10 +56,11 @@ def test_stale_buffers_flushed_and_scaling():
 def test_non_cyclic_tx_uses_fixed_buffers():
     fake = FakePluto()
     r = PlutoRadio(_cfg(), device=fake)
-    r.tx(np.full(10_000, 0.1 + 0j, np.complex64))  # 3 buffers of 4096, the last zero-padded
+    r.tx(np.full(10_000, 0.1 + 0j, np.complex64))
     r.tx(np.full(100, 0.1 + 0j, np.complex64))
     assert r.wait_tx()
-    assert fake._txbuf == 4096 and fake.tx_lengths == [4096] * 4
+    # packed back to back: 10 100 samples in 3 buffers of 4096, the last zero-padded when idle
+    assert fake._txbuf == 4096 and fake.tx_lengths == [4096] * 3
 
 
 def test_tx_thread_error_surfaces_and_silences():
