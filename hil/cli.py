@@ -153,6 +153,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=1234)
     d.add_argument("--json", action="store_true", help="print a JSON document")
     d.add_argument("--plot", help="write a PSNR-vs-SNR PNG here")
+    d.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also JPEG/WebP + 5G LDPC + QAM (each MCS, genie-adaptive) and the capacity bound on "
+        "the same frames; --channel may list several (default awgn,multipath_cfo); "
+        "--snr accepts a range start:stop:step",
+    )
+    d.add_argument("--mcs", help="with --baseline: comma-separated MCS keys (default: all)")
     d.set_defaults(func=_eval)
     return p
 

@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gap", type=int, default=None, help="silent samples after each frame (tx --gap)"
     )
+    p.add_argument(
+        "--scheme",
+        default="jscc",
+        help="jscc, or a separation-baseline MCS for tx (e.g. 16QAM-3/4): JPEG/WebP + 5G LDPC + QAM",
+    )
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -122,6 +127,8 @@ def run_link(a) -> tuple[int, dict, Path]:
         tx_cmd.append("--pace")
     if a.gap is not None:
         tx_cmd += ["--gap", str(a.gap)]
+    if a.scheme != "jscc":
+        tx_cmd += ["--scheme", a.scheme]
     env = dict(
         os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")
     )

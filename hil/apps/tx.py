@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cyclic", action="store_true", help="send the first frame once, flagged for cyclic repeat"
     )
     p.add_argument("--first-seq", type=int, default=0)
+    p.add_argument(
+        "--scheme",
+        default="jscc",
+        help="jscc, or a digital baseline MCS (JPEG/WebP + 5G LDPC + QAM in the same payload "
+        "symbols), e.g. 16QAM-3/4; see hil.baseline.MCS_TABLE",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -68,6 +74,38 @@ def encode_items(model, x: torch.Tensor, batch: int = 64) -> list[np.ndarray]:
             s = model.encoder(x[i : i + batch])
             out.extend(to_numpy(s))
     return out
+
+
+def digital_items(key: str, x: torch.Tensor, jscc: list[np.ndarray], log):
+    """The separation baseline in the JSCC's payload symbols: per item the symbols (None when
+    the image does not fit the MCS's byte budget even at the lowest quality) and scheme ids."""
+    from ..baseline import MCS_TABLE, DigitalCodec, best_fit, mcs_by_key, scheme_id
+
+    mi = mcs_by_key(key)
+    n = len(jscc[0])
+    if n > MAX_PAYLOAD:
+        raise ValueError(f"digital frames carry one image per frame: {n} symbols > {MAX_PAYLOAD}")
+    codec = DigitalCodec(MCS_TABLE[mi], n)
+    out, schemes, lost = [], [], 0
+    for img in x.numpy():
+        f = best_fit(img, codec.capacity)
+        if f is None:
+            out.append(None)
+            schemes.append(0)
+            lost += 1
+            continue
+        out.append(to_numpy(codec.encode([f[1]])[0]).astype(np.complex64))
+        schemes.append(scheme_id(mi, f[0]))
+    log.info(
+        "digital baseline %s: %d-byte budget per image in %d symbols; %d of %d images do not fit "
+        "and are not sent",
+        MCS_TABLE[mi].name,
+        codec.capacity,
+        n,
+        lost,
+        len(out),
+    )
+    return out, schemes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         a.dataset,
     )
     symbols = encode_items(model, x)
+    schemes = [0] * len(symbols)
+    if a.scheme.lower() != "jscc":
+        symbols, schemes = digital_items(a.scheme, x, symbols, log)
     ctx = zmq.Context()
     sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False, curve=curve_client(a))
     ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
@@ -101,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for _ in range(a.repeat):
             for item_id, s in enumerate(symbols):
+                if s is None:  # digital: did not fit the budget, never sent
+                    continue
                 chunks = [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
                 for ci, c in enumerate(chunks):
                     if stop:
@@ -113,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                         shape=shape,
                         chunk_index=ci,
                         chunk_count=len(chunks),
+                        scheme=schemes[item_id],
                     )
                     f, _ = to_full_scale(fb.build_numpy(c, h), a.rms_dbfs, a.clip_papr_db)
                     burst = np.concatenate([f, np.zeros(a.gap, np.complex64)])

@@ -1,0 +1,161 @@
+"""The separation baseline: source fitting, 5G LDPC + QAM, scheme ids, curves, and a digital frame
+through the full link."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.special import erfc
+
+pytest.importorskip("sionna.phy", reason="the baseline needs sionna-no-rt (extra 'baseline')")
+
+from hil.baseline import MCS_TABLE, DigitalCodec, best_fit, mcs_by_key, parse_scheme, scheme_id
+from hil.baseline.evaluate import adaptive, bound_curve, cliff_snr, digital_curves, max_drop_per_db
+from hil.baseline.source import decode, to_uint8
+from hil.channel import profile
+from hil.jscc.data import fixed_tiles, open_dataset
+from hil.phy import Header, OfdmConfig
+from hil.phy.header import decode_header_llr, encode_header_bits
+
+
+@pytest.fixture(scope="module")
+def tiles():
+    return fixed_tiles(open_dataset("builtin", "test"), 32, 12)[0]
+
+
+def _awgn(x, snr_db, gen):
+    no = 10 ** (-snr_db / 10)
+    n = torch.randn(x.shape, generator=gen) + 1j * torch.randn(x.shape, generator=gen)
+    return x + (n * math.sqrt(no / 2)).to(x.dtype), torch.full(x.shape, no)
+
+
+@pytest.mark.parametrize("key", [m.key for m in MCS_TABLE])
+def test_ldpc_qam_round_trip_is_error_free_at_high_snr(key):
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key(key)], 512)
+    rng = np.random.default_rng(1)
+    payloads = [
+        bytes(rng.integers(0, 256, rng.integers(0, codec.capacity + 1), dtype=np.uint8))
+        for _ in range(8)
+    ]
+    x = codec.encode(payloads)
+    assert x.shape == (8, 512) and x.dtype == torch.complex64
+    assert abs(float((x.abs() ** 2).mean()) - 1.0) < 0.05  # unit energy, like the JSCC payload
+    y, no = _awgn(x, 30.0, torch.Generator().manual_seed(0))
+    assert codec.decode(y, no) == payloads
+
+
+def test_low_snr_is_an_erasure_not_garbage():
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key("64QAM-8/9")], 512)
+    payloads = [bytes(range(200))] * 16
+    y, no = _awgn(codec.encode(payloads), 5.0, torch.Generator().manual_seed(0))
+    assert codec.decode(y, no) == [None] * 16  # CRC-32 catches every failed codeword
+
+
+@pytest.mark.parametrize(
+    "bits, snr_db, theory",
+    [
+        (1, 4.0, lambda es: 0.5 * erfc(math.sqrt(es))),  # BPSK on the real axis of complex noise
+        (2, 8.0, lambda es: 0.5 * erfc(math.sqrt(es / 2))),
+        (4, 14.0, lambda es: 3 / 8 * erfc(math.sqrt(es / 10))),
+        (6, 20.0, lambda es: 7 / 24 * erfc(math.sqrt(es / 42))),
+    ],
+)
+def test_uncoded_qam_ber_matches_theory(bits, snr_db, theory):
+    from sionna.phy.mapping import Demapper, Mapper
+
+    ctype = "pam" if bits == 1 else "qam"
+    mapper, demapper = Mapper(ctype, bits), Demapper("app", ctype, bits, hard_out=True)
+    g = torch.Generator().manual_seed(3)
+    b = torch.randint(0, 2, (200, 6000), generator=g).float()
+    x = mapper(b)
+    y, no = _awgn(x.to(torch.complex64), snr_db, g)
+    ber = float((demapper(y, no) != b).float().mean())
+    expect = theory(10 ** (snr_db / 10))
+    assert abs(ber - expect) / expect < 0.1, (ber, expect)
+
+
+def test_bit_budget_is_never_exceeded(tiles):
+    for mcs in MCS_TABLE:
+        codec = DigitalCodec(mcs, 512)
+        assert codec.capacity == codec.k // 8 - 6 and codec.k == int(512 * mcs.bits * mcs.rate)
+        for img in tiles.numpy():
+            f = best_fit(img, codec.capacity)
+            if f is not None:
+                assert len(f[1]) <= codec.capacity
+                assert decode(f[1], img.shape) is not None
+        with pytest.raises(ValueError, match="budget"):
+            codec.encode([bytes(codec.capacity + 1)])
+
+
+def test_source_fit_takes_the_best_quality_that_fits(tiles):
+    img = tiles[0].numpy()
+    small, large = best_fit(img, 120), best_fit(img, 400)
+    assert small is not None and large is not None and len(small[1]) <= 120
+    ref = to_uint8(img).astype(np.float32).transpose(2, 0, 1) / 255
+
+    def err(b):
+        return float(np.mean((decode(b, img.shape) - ref) ** 2))
+
+    assert err(large[1]) < err(small[1])
+    assert best_fit(img, 10) is None  # nothing fits 10 bytes: the image is not sent
+
+
+def test_scheme_ids_round_trip_through_the_header():
+    cfg = OfdmConfig()
+    seen = set()
+    for mi in range(len(MCS_TABLE)):
+        for codec in (0, 1):
+            s = scheme_id(mi, codec)
+            assert s != 0 and s not in seen and parse_scheme(s) == (mi, codec)
+            seen.add(s)
+            h = Header(
+                seq=1,
+                item_id=2,
+                fingerprint=b"12345678",
+                payload_len=512,
+                shape=(3, 32, 32),
+                scheme=s,
+            )
+            llr = 1.0 - 2.0 * encode_header_bits(h, cfg).astype(float)  # noiseless soft bits
+            assert decode_header_llr(llr * 10, cfg) == h
+    with pytest.raises(ValueError):
+        parse_scheme(0)
+    with pytest.raises(ValueError, match="unknown MCS"):
+        mcs_by_key("256QAM-1/2")
+
+
+def test_curves_fast_path(tiles):
+    snrs = [0.0, 10.0, 25.0]
+    idx = [mcs_by_key("QPSK-1/3"), mcs_by_key("16QAM-3/4")]
+    d = digital_curves(tiles, OfdmConfig(), profile("awgn"), snrs, 512, idx)
+    hi = d["16QAM-3/4"]
+    assert (
+        hi["by_snr"][25.0]["delivered"] == hi["sent"] > 0.9
+    )  # above its cliff: every image intact
+    assert hi["by_snr"][0.0]["delivered"] == 0  # below: none
+    assert hi["by_snr"][25.0]["psnr_db"] > 30 > hi["by_snr"][0.0]["psnr_db"]
+    assert cliff_snr(hi) == 25.0
+    ad = adaptive(d, snrs)
+    for s in snrs:
+        assert ad[s]["psnr_db"] == max(v["by_snr"][s]["psnr_db"] for v in d.values())
+    b = bound_curve(tiles, 512, snrs)
+    assert b[0.0]["bytes"] == 64 and b[25.0]["bytes"] == int(512 * math.log2(1 + 10**2.5) // 8)
+    assert b[0.0]["psnr_db"] < b[10.0]["psnr_db"] < b[25.0]["psnr_db"]
+    assert max_drop_per_db({0.0: {"psnr_db": 10}, 1.0: {"psnr_db": 14}, 2.0: {"psnr_db": 15}}) == 4
+
+
+def test_digital_frames_decode_through_the_full_sim_link(tmp_path):
+    from tests.apps.test_apps import _run_trio
+
+    results, s = _run_trio(tmp_path, count=6, tx_extra=("--scheme", "16QAM-3/4"))
+    assert results == {"radio": 0, "rx": 0, "tx": 0}
+    c = s["counts"]
+    assert c["sent"] == 6 and c["decoded"] == 6 and c["balanced"]
+    recs = [r for r in s["per_frame"] if r["status"] == "decoded"]
+    assert all(
+        r["scheme"] == scheme_id(mcs_by_key("16QAM-3/4"), 0)
+        or r["scheme"] == scheme_id(mcs_by_key("16QAM-3/4"), 1)
+        for r in recs
+    )
+    assert s["psnr_db_mean"] > 30  # every payload intact on the clean profile
