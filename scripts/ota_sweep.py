@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Over-the-air test: sweep the TX gain, run the link at each step, plot PSNR vs estimated SNR.
 
+With ``--schemes jscc,QPSK-3/4,16QAM-3/4`` each step also runs the separation
+baseline (JPEG/WebP + 5G LDPC + QAM in the same payload symbols) on the same radio.
+
 Runs unchanged on a real Pluto and on the simulated one (there the TX gain moves
 the SNR exactly as an attenuator would):
 
@@ -34,6 +37,9 @@ def main(argv=None) -> int:
     p.add_argument("--count", type=int, default=32)
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--out", default=None)
+    p.add_argument(
+        "--schemes", default="jscc", help="comma-separated: jscc and/or baseline MCS keys"
+    )
     a = p.parse_args(argv)
     if a.radio == "pluto" and not a.uri:
         p.error("--radio pluto needs --uri")
@@ -41,11 +47,14 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     gains = [float(g) for g in a.tx_gains.split(",")]
     rows = []
+    schemes = [x.strip() for x in a.schemes.split(",") if x.strip()]
     print(
-        "| TX gain (dB) | SNR estimate (dB) | PSNR (dB) | SSIM | decoded / sent | header failed | missed |"
+        "| scheme | TX gain (dB) | SNR estimate (dB) | PSNR (dB) | SSIM | decoded / sent "
+        "| header failed | missed |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for g in gains:
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for scheme, g in ((sc, g) for sc in schemes for g in gains):
+        tag = scheme.replace("/", "_")
         cmd = [
             sys.executable,
             "-m",
@@ -61,7 +70,9 @@ def main(argv=None) -> int:
             str(a.count),
             "--json",
             "--out",
-            str(out / f"txgain_{g:g}"),
+            str(out / f"{tag}_txgain_{g:g}"),
+            "--scheme",
+            scheme,
         ]
         if a.uri:
             cmd += ["--uri", a.uri]
@@ -72,11 +83,13 @@ def main(argv=None) -> int:
             s = json.loads(r.stdout)
         except json.JSONDecodeError:
             print(
-                f"| {g:g} | link failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:]} |"
+                f"| {scheme} | {g:g} | link failed (exit {r.returncode}): "
+                f"{r.stderr.strip().splitlines()[-1:]} |"
             )
             continue
         c = s.get("counts", {})
         row = {
+            "scheme": scheme,
             "tx_gain_db": g,
             "snr_est_db": s.get("snr_est_db_mean"),
             "psnr_db": s.get("psnr_db_mean"),
@@ -86,18 +99,19 @@ def main(argv=None) -> int:
         rows.append(row)
         fmt = lambda v, f: "n/a" if v is None else format(v, f)  # noqa: E731
         print(
-            f"| {g:g} | {fmt(row['snr_est_db'], '.2f')} | {fmt(row['psnr_db'], '.2f')} | {fmt(row['ssim'], '.3f')} | "
+            f"| {scheme} | {g:g} | {fmt(row['snr_est_db'], '.2f')} | {fmt(row['psnr_db'], '.2f')} | {fmt(row['ssim'], '.3f')} | "
             f"{row['decoded']}/{row['sent']} | {row['header_failed']} | {row['missed']} |",
             flush=True,
         )
     (out / "sweep.json").write_text(json.dumps(rows, indent=1))
     with open(out / "sweep.csv", "w") as fh:
-        fh.write("tx_gain_db,snr_est_db,psnr_db,ssim,sent,decoded,header_failed,missed\n")
+        fh.write("scheme,tx_gain_db,snr_est_db,psnr_db,ssim,sent,decoded,header_failed,missed\n")
         for r in rows:
             fh.write(
                 ",".join(
                     str(r[k])
                     for k in (
+                        "scheme",
                         "tx_gain_db",
                         "snr_est_db",
                         "psnr_db",
@@ -118,7 +132,11 @@ def main(argv=None) -> int:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5, 3.5), dpi=120)
-        ax.plot([r["snr_est_db"] for r in pts], [r["psnr_db"] for r in pts], "o-")
+        for sc in schemes:
+            mine = [r for r in pts if r["scheme"] == sc]
+            ax.plot([r["snr_est_db"] for r in mine], [r["psnr_db"] for r in mine], "o-", label=sc)
+        if len(schemes) > 1:
+            ax.legend(fontsize=7)
         for r in pts:
             ax.annotate(f"{r['tx_gain_db']:g}", (r["snr_est_db"], r["psnr_db"]), fontsize=6)
         ax.set_xlabel("estimated SNR (dB)")

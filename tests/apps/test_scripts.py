@@ -32,6 +32,8 @@ def test_ota_sweep_on_sim(tmp_path):
             "--tx-gains=-20,-10",
             "--count",
             "8",
+            "--schemes",
+            "jscc,QPSK-3/4",
             "--out",
             str(tmp_path),
         ],
@@ -41,7 +43,13 @@ def test_ota_sweep_on_sim(tmp_path):
     )
     assert r.returncode == 0, r.stdout + r.stderr
     rows = json.loads((tmp_path / "sweep.json").read_text())
-    assert [row["tx_gain_db"] for row in rows] == [-20.0, -10.0]
+    assert [(row["scheme"], row["tx_gain_db"]) for row in rows] == [
+        ("jscc", -20.0),
+        ("jscc", -10.0),
+        ("QPSK-3/4", -20.0),
+        ("QPSK-3/4", -10.0),
+    ]
+    assert all(row["decoded"] > 0 for row in rows)  # both schemes' frames decode on the same radio
     # 10 dB more TX gain: the estimated SNR rises by nearly as much (the profile's phase noise,
     # IQ imbalance and DC cap the estimate a little at the top), and PSNR does not fall
     assert 7 < rows[1]["snr_est_db"] - rows[0]["snr_est_db"] < 12
