@@ -90,7 +90,6 @@ def run_baseline(args, model, phy, doc, snrs, tiles, dataset) -> int:
         ChainConfig.from_tables(stages)
         channels[name] = stages
     mcs = [mcs_by_key(k) for k in args.mcs.split(",")] if args.mcs else None
-    quiet = args.json
     out = compare(
         model,
         phy,
@@ -99,7 +98,7 @@ def run_baseline(args, model, phy, doc, snrs, tiles, dataset) -> int:
         tiles.cpu(),
         seed=args.seed,
         mcs_indices=mcs,
-        progress=None if quiet else (lambda m: print(m, file=sys.stderr, flush=True)),
+        progress=lambda m: print(m, file=sys.stderr, flush=True),  # stdout stays the table / JSON
     )
     out.update(
         {
