@@ -378,3 +378,16 @@ def test_link_through_the_twin_meets_the_sim_links_threshold(tmp_path, adi):
     assert s["psnr_db_mean"] >= 25.5
     assert 10 < s["snr_est_db_mean"] < 18
     assert abs(s["cfo_hz_mean"] - 24e3) < 3.5e3
+
+
+def test_hil_twin_command_serves_and_refuses_remote_binds():
+    import sys
+
+    r = _run(
+        sys.executable, "-m", "hil.cli", "twin", "--port", "0", "--max-seconds", "0.5", timeout=60
+    )
+    assert r.returncode == 0 and b"Pluto twin at ip:127.0.0.1:" in r.stdout
+    r = _run(
+        sys.executable, "-m", "hil.cli", "twin", "--host", "0.0.0.0", "--port", "0", timeout=60
+    )
+    assert r.returncode == 2 and b"refusing to bind" in r.stderr
