@@ -131,6 +131,8 @@ class PlutoState:
     rx_port: str = "A_BALANCED"
     tx_port: str = "A"
     xo_correction: int = XO_NOMINAL
+    rx_dec8: bool = False  # the FPGA's decimate-by-8 filter (cf-ad9361-lpc sampling_frequency)
+    tx_int8: bool = False
     rx_lo_powerdown: int = 0
     tx_lo_powerdown: int = 0
     tracking: dict = field(default_factory=lambda: {"bb_dc": 1, "rf_dc": 1, "quad": 1})
@@ -148,6 +150,11 @@ class PlutoState:
     def changed(self, what: str) -> None:
         if self.on_change is not None:
             self.on_change(what)
+
+    @property
+    def stream_rate(self) -> float:
+        """Samples per second in the RX DMA stream (after the FPGA decimator)."""
+        return self.sample_rate / 8 if self.rx_dec8 else float(self.sample_rate)
 
     @property
     def rate_min(self) -> int:
@@ -414,8 +421,21 @@ def build_pluto(s: PlutoState) -> list[Device]:
 
         return Attr(key, lambda: s.calib.get((dev, cid, key), default), w)
 
-    def dma_rate() -> str:
-        return str(s.sample_rate)
+    def dma_rate(key: str) -> Attr:
+        """The DMA core's rate: the AD9363's, or an eighth with the FPGA's x8 filter."""
+
+        def w(text: str) -> None:
+            v = _int(text, 0, 2**32 - 1)
+            if v not in (s.sample_rate, s.sample_rate // 8):
+                raise IioError(errno.EINVAL, f"{v} not in {s.sample_rate} {s.sample_rate // 8}")
+            setattr(s, key, v != s.sample_rate)
+            s.changed(key)
+
+        return Attr(
+            "sampling_frequency",
+            lambda: str(s.sample_rate // 8 if getattr(s, key) else s.sample_rate),
+            w,
+        )
 
     def dma_rates() -> str:
         return f"{s.sample_rate} {s.sample_rate // 8}"
@@ -432,7 +452,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
         c.attrs = {
             "calibphase": calib("dds", c.id, "calibphase", "0.000000"),
             "calibscale": calib("dds", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+            "sampling_frequency": dma_rate("tx_int8"),
             "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
         }
         dds.channels.append(c)
@@ -451,7 +471,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "phase": dds_attr("phase", lambda t: _int(t, 0, 360_000), str),
             "raw": dds_attr("raw", lambda t: _int(t, 0, 1), str),
             "scale": dds_attr("scale", lambda t: _fixpoint(t, 0.0, 1.0), lambda v: f"{v:.6f}"),
-            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+            "sampling_frequency": Attr("sampling_frequency", lambda: str(s.sample_rate)),
         }
         dds.channels.append(c)
     dds.buffer = dict(buffer_attrs)
@@ -463,7 +483,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "calibbias": calib("adc", c.id, "calibbias", "0"),
             "calibphase": calib("adc", c.id, "calibphase", "0.000000"),
             "calibscale": calib("adc", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": Attr("sampling_frequency", dma_rate),
+            "sampling_frequency": dma_rate("rx_dec8"),
             "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
         }
         adc.channels.append(c)

@@ -114,6 +114,7 @@ class PlutoTwin:
         self.buffers: dict[str, _Buffer] = {}  # device id -> open buffer
         self.kernel_buffers: dict[str, int] = {}
         self.t0 = time.monotonic()  # device sample a is due at t0 + a / rate (paced)
+        self._rate = self.state.stream_rate
         self._jump: tuple[int, int] | None = None  # paced overflow: (at, to) device time
         self.last_power_dbfs = float("-inf")
         self.stats = {
@@ -140,9 +141,10 @@ class PlutoTwin:
         """An attribute changed: carry it into the engine (called with the lock held)."""
         s, e = self.state, self.engine
         with self.lock:
-            if what in ("sample_rate", "fir"):  # device time carries on at the new rate
-                pos = max(e.rx_count, int((time.monotonic() - self.t0) * e.cfg.sample_rate_hz))
-                self.t0 = time.monotonic() - pos / s.sample_rate
+            if what in ("sample_rate", "fir", "rx_dec8"):  # device time carries on at the new rate
+                pos = max(e.rx_count, int((time.monotonic() - self.t0) * self._rate))
+                self.t0 = time.monotonic() - pos / s.stream_rate
+            self._rate = s.stream_rate
             cfg = e.cfg.replace(
                 lo_hz=float(s.rx_lo),
                 sample_rate_hz=float(s.sample_rate),
@@ -171,7 +173,7 @@ class PlutoTwin:
         rx_open = any(not b.channels[0].output for b in self.buffers.values())
         if rx_open or not self.paced:
             return
-        due = int((time.monotonic() - self.t0) * self.state.sample_rate)
+        due = int((time.monotonic() - self.t0) * self.state.stream_rate)
         if due > self.engine.rx_count:
             self.engine.advance(due - self.engine.rx_count)
 
@@ -180,7 +182,7 @@ class PlutoTwin:
         if self.paced:
             while True:
                 with self.lock:
-                    due = self.t0 + (self.engine.rx_count + n) / self.state.sample_rate
+                    due = self.t0 + (self.engine.rx_count + n) / self.state.stream_rate
                 wait = due - time.monotonic()
                 if wait <= 0:
                     break
@@ -201,7 +203,7 @@ class PlutoTwin:
 
     def _now(self) -> int:
         """Device time by the wall clock (paced)."""
-        return int((time.monotonic() - self.t0) * self.state.sample_rate)
+        return int((time.monotonic() - self.t0) * self.state.stream_rate)
 
     def _overflow(self, buf: _Buffer) -> None:
         """Paced: a client reading late gets the kernel buffers filled before it fell behind,
@@ -493,7 +495,7 @@ class PlutoTwin:
             stale = self.engine.stale_left > 0
             if self.paced and not stale:
                 self._overflow(b)
-        chunk = n if (stale or not self.paced) else max(1, int(0.01 * self.state.sample_rate))
+        chunk = n if (stale or not self.paced) else max(1, int(0.01 * self.state.stream_rate))
         head = b"%s\n" % b.mask.encode()
         done = 0
         while done < n:
