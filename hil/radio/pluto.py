@@ -269,8 +269,8 @@ class PlutoRadio(Radio):
             while not self._txq.empty():
                 self._txq.get_nowait()
                 self._txq.task_done()
-        with self._pack_lock:
-            self._fill = 0
+        with self._pack_lock:  # a fresh, silent buffer: nothing of a dropped burst goes out later
+            self._pack, self._fill = np.zeros(self.cfg.tx_buffer_size, np.complex128), 0
 
     def _raise_tx_error(self) -> None:
         if self._tx_error is not None:

@@ -117,3 +117,15 @@ def test_wrong_uri_through_real_libiio():
     pytest.importorskip("adi")
     with pytest.raises(RadioError, match="no Pluto at"):
         open_pluto("ip:127.0.0.1:9")  # nothing listens on the discard port
+
+
+def test_dropped_burst_leaves_no_samples_behind():
+    """A burst cut short by a cyclic switch does not resurface in a later padded buffer."""
+    fake = FakePluto()
+    r = PlutoRadio(_cfg(), device=fake)
+    r._start_tx_thread()
+    with r._pack_lock:  # a burst half packed when the transmitter is stopped
+        r._pack[:1000] = 999.0
+        r._fill = 1000
+    r._stop_tx_thread()
+    assert r._fill == 0 and not np.any(r._pack)
