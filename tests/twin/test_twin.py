@@ -391,3 +391,37 @@ def test_hil_twin_command_serves_and_refuses_remote_binds():
         sys.executable, "-m", "hil.cli", "twin", "--host", "0.0.0.0", "--port", "0", timeout=60
     )
     assert r.returncode == 2 and b"refusing to bind" in r.stderr
+
+
+def test_attribute_writes_mid_stream(twin, adi):
+    """Control-connection writes while the RX buffer streams on its own connection."""
+    import threading
+
+    sdr = adi.Pluto(uri=twin.uri)
+    sdr.gain_control_mode_chan0 = "manual"
+    sdr.rx_buffer_size = 8192
+    got, stop = [], threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            got.append(float(np.sqrt(np.mean(np.abs(sdr.rx()) ** 2))))
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        time.sleep(0.3)
+        ctl = adi.Pluto(uri=twin.uri)  # a second client, as iio_attr would be
+        ctl.rx_hardwaregain_chan0 = 10
+        n_before = len(got)
+        time.sleep(0.3)
+        ctl.rx_hardwaregain_chan0 = 70
+        ctl.rx_lo = 1_000_000_000
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        t.join(10)
+    sdr.rx_destroy_buffer()
+    assert len(got) > n_before > 4  # the stream never stopped
+    assert twin.engine.gain_db == 70 and twin.engine.cfg.lo_hz == 1e9
+    # the noise floor followed: -60 dBFS at the reference 40 dB, so -30 dBFS at 70 dB
+    assert abs(20 * np.log10(got[-1] / 2048) - -30.0) < 1.5
