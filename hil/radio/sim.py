@@ -70,6 +70,8 @@ class SimEngine:
         self.lo_offset_hz = 0.0  # TX LO minus RX LO (the twin sets them apart)
         self.loopback = cfg.loopback  # 1: digital loopback in the FPGA (TX codes straight to RX)
         self.enabled = True  # the ENSM: False in sleep/wait/alert (nothing radiated or received)
+        # the DDS tone generator (the twin sets it): device sample indices -> DAC units
+        self.tone = None
         self.last_truth: dict | None = None
         self._pn_phase = 0.0
         self.dc = 0j
@@ -212,6 +214,16 @@ class SimEngine:
                 idx = np.arange(a, a + n)
                 on = idx >= s
                 out[on] += b[(idx[on] - s) % len(b)]
+        if self.tone is not None and self.enabled:
+            idx = np.arange(a, a + n)
+            t = self.tone(idx)  # DAC units, straight to the antenna (no multipath: a steady tone)
+            if self.loopback != 1:
+                g = 10 ** ((self.cfg.tx_gain_db + self.cfg.sim.path_gain_db) / 20)
+                cfo = self.cfo_hz + self.lo_offset_hz
+                t = t * g * np.exp(2j * np.pi * cfo / self.cfg.sample_rate_hz * idx)
+                if abs(self.lo_offset_hz) >= self.cfg.sample_rate_hz / 2:
+                    t = t * 0
+            out += t
         while self.bursts and self.bursts[0][0] + len(self.bursts[0][1]) <= a:
             self.bursts.popleft()
         return out

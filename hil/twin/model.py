@@ -138,7 +138,7 @@ class PlutoState:
     tracking: dict = field(default_factory=lambda: {"bb_dc": 1, "rf_dc": 1, "quad": 1})
     dds: dict = field(
         default_factory=lambda: {
-            i: {"frequency": 9_279_985, "phase": 90_000 if i >= 2 else 0, "raw": 0, "scale": 0.0}
+            i: {"frequency": 9_279_985, "phase": 90_000 if i < 2 else 0, "raw": 0, "scale": 0.0}
             for i in range(4)
         }
     )

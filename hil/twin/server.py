@@ -159,11 +159,33 @@ class PlutoTwin:
             e.lo_offset_hz = float(s.tx_lo - s.rx_lo)
             e.loopback = s.loopback
             e.enabled = s.ensm_mode in ENSM_ACTIVE
+            self._dds()
             if what == "rx_gain" or (what == "gain_mode" and s.gain_mode == "manual"):
                 e.set_gain(
                     s.rx_gain if what == "rx_gain" else e.gain_db
                 )  # manual keeps the AGC's gain
                 s.rx_gain = e.gain_db
+
+    def _dds(self) -> None:
+        """The DDS radiates while any tone is enabled (raw = 1) and no TX buffer is open: two tones
+        on I (TX1_I_F1, F2) and two on Q (TX1_Q_F1, F2); scale 1 is the DAC's full scale."""
+        tx_open = any(b.channels[0].output for b in self.buffers.values())
+        d = self.state.dds
+        if tx_open or not any(d[i]["raw"] for i in d):
+            self.engine.tone = None
+            return
+        fs = float(self.state.sample_rate)
+        tones = [(d[i]["scale"], d[i]["frequency"], d[i]["phase"]) for i in range(4)]
+
+        def tone(idx: np.ndarray) -> np.ndarray:
+            def part(k):
+                scale, f, ph = tones[k]
+                return scale * np.sin(2 * np.pi * f / fs * idx + np.deg2rad(ph / 1000))
+
+            # sine generators; the I tones' default phase (90 degrees) makes I + jQ = exp(+j w n)
+            return 2.0 * ((part(0) + part(1)) + 1j * (part(2) + part(3)))
+
+        self.engine.tone = tone
 
     def _rssi(self) -> float:
         return rssi_db(self.last_power_dbfs)
@@ -352,6 +374,7 @@ class PlutoTwin:
             self.engine.stop_cyclic()
         if not b.channels[0].output:
             self._jump = None
+        self._dds()
         self.lock.notify_all()
 
     # ----------------------------------------------------------------- commands
@@ -469,6 +492,7 @@ class PlutoTwin:
                 self._run_clock()  # the buffer starts filling now
                 self._jump = None
             self.buffers[dev.id] = _Buffer(dev, samples, channels, args[2].lower(), cyclic, cid)
+            self._dds()  # a TX buffer takes the DAC from the DDS
             if not output:
                 self.engine.stale_left = self.cfg.sim.stale_buffers
 

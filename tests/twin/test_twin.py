@@ -425,3 +425,25 @@ def test_attribute_writes_mid_stream(twin, adi):
     assert twin.engine.gain_db == 70 and twin.engine.cfg.lo_hz == 1e9
     # the noise floor followed: -60 dBFS at the reference 40 dB, so -30 dBFS at 70 dB
     assert abs(20 * np.log10(got[-1] / 2048) - -30.0) < 1.5
+
+
+@needs_tools
+def test_dds_tone_is_radiated_until_a_tx_buffer_takes_the_dac(twin):
+    u = twin.uri
+    assert _run("iio_attr", "-u", u, "-D", "ad9361-phy", "loopback", "1").returncode == 0
+    for ch in ("altvoltage0", "altvoltage2"):  # TX1_I_F1 and TX1_Q_F1: one complex tone
+        for attr, value in (("frequency", "500000"), ("scale", "0.25"), ("raw", "1")):
+            r = _run("iio_attr", "-u", u, "-o", "-c", "cf-ad9361-dds-core-lpc", ch, attr, value)
+            assert r.returncode == 0, r.stdout + r.stderr
+    r = _run("iio_readdev", "-u", u, "-b", "8192", "-s", "49152", "cf-ad9361-lpc")
+    iq = np.frombuffer(r.stdout, "<i2").reshape(-1, 2)[-8192:].astype(float)
+    z = iq[:, 0] + 1j * iq[:, 1]
+    spec = np.abs(np.fft.fft(z))
+    f = np.fft.fftfreq(len(z), 1 / twin.state.sample_rate)[np.argmax(spec)]
+    assert abs(f - 500e3) < 1e3  # +500 kHz: I = sin(wt + 90 deg), Q = sin(wt)
+    assert abs(np.sqrt(np.mean(np.abs(z) ** 2)) - 0.25 * 2048) < 10  # scale 0.25 of full scale
+    sdr = pytest.importorskip("adi").Pluto(uri=u)
+    sdr.tx_cyclic_buffer = True
+    sdr.tx(np.zeros(1024, complex))  # pyadi turns the DDS off and the DMA takes the DAC
+    assert twin.engine.tone is None
+    sdr.tx_destroy_buffer()
