@@ -86,9 +86,9 @@ class PlutoRadio(Radio):
         self._tx_stop = threading.Event()
         self._tx_error: Exception | None = None
         self._pack_lock = threading.Lock()
-        self._pack = np.zeros(cfg.tx_buffer_size, np.complex128)
+        self._pack: np.ndarray | None = None  # the TX buffer being filled; see _new_pack
         self._fill = 0
-        self._handing = 0
+        self._handing = 0  # samples the TX thread is handing to the driver right now
         # zeros between frames keep the DAC fed; off for injected devices whose tx() does not block
         self.idle_fill = device is None
         self._counter = 0
@@ -104,7 +104,7 @@ class PlutoRadio(Radio):
             self._silence()
         self.cfg = cfg
         with self._pack_lock:
-            self._pack, self._fill = np.zeros(cfg.tx_buffer_size, np.complex128), 0
+            self._new_pack()
         sdr = self._device if self._device is not None else open_pluto(cfg.uri)
         self.sdr = sdr
         try:
@@ -181,8 +181,7 @@ class PlutoRadio(Radio):
                 self._fill += k
                 a += k
                 if self._fill == n:
-                    full, self._pack, self._fill = self._pack, np.zeros(n, np.complex128), 0
-                    self._txq.put(full)
+                    self._txq.put(self._new_pack())
 
     def _take_partial(self) -> np.ndarray | bool:
         """The partly filled buffer (zero-padded); False when there is none; True when tx() is
@@ -192,12 +191,16 @@ class PlutoRadio(Radio):
         try:
             if self._fill == 0:
                 return False
-            buf = self._pack
             self._handing = self._fill  # counted in tx_backlog until the driver has it
-            self._pack, self._fill = np.zeros(self.cfg.tx_buffer_size, np.complex128), 0
-            return buf
+            return self._new_pack()
         finally:
             self._pack_lock.release()
+
+    def _new_pack(self) -> np.ndarray:
+        """Start a new, silent pack buffer (call with the lock held); returns the old one."""
+        old = self._pack
+        self._pack, self._fill = np.zeros(self.cfg.tx_buffer_size, np.complex128), 0
+        return old
 
     @property
     def tx_capacity(self) -> int:
@@ -270,7 +273,7 @@ class PlutoRadio(Radio):
                 self._txq.get_nowait()
                 self._txq.task_done()
         with self._pack_lock:  # a fresh, silent buffer: nothing of a dropped burst goes out later
-            self._pack, self._fill = np.zeros(self.cfg.tx_buffer_size, np.complex128), 0
+            self._new_pack()
 
     def _raise_tx_error(self) -> None:
         if self._tx_error is not None:

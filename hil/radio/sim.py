@@ -162,15 +162,8 @@ class SimEngine:
             self.tx_time = start + len(x)
             return
         # a device buffer packs bursts and silence; only the bursts go through the channel
-        segs = _bursts(x)
-        if len(segs) != 1 or segs[0] != (0, len(x)):
-            for a, b in segs:
-                y = self._through_channel(x[a:b], start + a)
-                self.bursts.append((start + a, y))
-            self.tx_time = start + len(x)
-            return
-        y = self._through_channel(x, start)
-        self.bursts.append((start, y))
+        for a, b in _bursts(x):
+            self.bursts.append((start + a, self._through_channel(x[a:b], start + a)))
         self.tx_time = start + len(x)
 
     def stop_cyclic(self) -> None:
