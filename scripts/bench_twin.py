@@ -18,8 +18,6 @@ used here by default; 61.44 MSps the AD9363's maximum).
 from __future__ import annotations
 
 import argparse
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,26 +45,14 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     import adi
 
+    from hil.apps.twin import start_process
     from hil.radio import load_profile
     from hil.radio.pluto import PlutoRadio
     from hil.radio.sim import SimRadio
-    from hil.transport import free_tcp_endpoint
 
     base = load_profile(a.profile)["radio"]
-    port = free_tcp_endpoint().rsplit(":", 1)[1]
-    twin = subprocess.Popen(
-        [sys.executable, "-m", "hil.cli", "twin", "--profile", a.profile, "--port", port],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    uri = f"ip:127.0.0.1:{port}"
+    twin, uri = start_process(a.profile)
     try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
         print(
             f"## RX throughput: Pluto twin ({uri}, unpaced) vs the sim backend, {Path(a.profile).name}\n"
         )

@@ -443,9 +443,8 @@ def _main(a) -> int:
     radio_info: dict = {}  # the radio process's profile and settings (sent on the truth channel)
     detections: list[dict] = []
     n_detections = [0]
-    from ..baseline.digital import MCS_TABLE
+    from ..baseline.digital import is_digital_scheme
 
-    n_mcs = len(MCS_TABLE)
     writer = None
     if a.record:
         from ..record import SigMFWriter
@@ -543,7 +542,7 @@ def _main(a) -> int:
             if acc.sent and h.seq not in acc.sent and acc.done:
                 acc.unexpected += 1
             acc.positions[h.seq] = spos
-            if h.scheme != 0 and not 1 <= h.scheme <= 2 * n_mcs:
+            if h.scheme != 0 and not is_digital_scheme(h.scheme):
                 acc.refused.add(h.seq)
                 records.add(
                     {"status": "refused", "seq": h.seq, "scheme": h.scheme, "frame_start": dev}

@@ -14,6 +14,9 @@ their own). Loopback only unless ``--host`` names another address and
 from __future__ import annotations
 
 import argparse
+import socket
+import subprocess
+import sys
 import time
 
 from ..radio import RadioConfig, load_profile
@@ -70,3 +73,27 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.1)
         log.info("stopping: %s", twin.stats)
     return 0
+
+
+def start_process(
+    profile: str | None = None, paced: bool = False, log=subprocess.DEVNULL, timeout_s: float = 60.0
+) -> tuple[subprocess.Popen, str]:
+    """Start ``hil twin`` as its own process on a free loopback port; return it and its URI once
+    it accepts connections (for tests and benchmarks). Terminate it when done."""
+    from ..transport import free_tcp_endpoint
+
+    port = int(free_tcp_endpoint().rsplit(":", 1)[1])
+    cmd = [sys.executable, "-m", "hil.cli", "twin", "--port", str(port)]
+    cmd += ["--profile", str(profile)] if profile else []
+    cmd += ["--paced"] if paced else []
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"ip:127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"hil twin did not start (exit {proc.poll()})") from None
+            time.sleep(0.1)

@@ -73,8 +73,13 @@ def scheme_id(mcs_index: int, codec: int) -> int:
     return 1 + 2 * mcs_index + codec
 
 
+def is_digital_scheme(scheme: int) -> bool:
+    return 1 <= scheme <= 2 * len(MCS_TABLE)
+
+
 def parse_scheme(scheme: int) -> tuple[int, int]:
-    if not 1 <= scheme <= 2 * len(MCS_TABLE):
+    """Scheme byte -> (MCS index, codec index); ValueError for JSCC (0) or an unknown byte."""
+    if not is_digital_scheme(scheme):
         raise ValueError(f"scheme {scheme} is not a digital scheme")
     return (scheme - 1) // 2, (scheme - 1) % 2
 

@@ -65,6 +65,10 @@ class _Buffer:
     owner: int  # connection id
 
     @property
+    def output(self) -> bool:
+        return self.channels[0].output
+
+    @property
     def sample_bytes(self) -> int:
         return 2 * len(self.channels)
 
@@ -169,9 +173,8 @@ class PlutoTwin:
     def _dds(self) -> None:
         """The DDS radiates while any tone is enabled (raw = 1) and no TX buffer is open: two tones
         on I (TX1_I_F1, F2) and two on Q (TX1_Q_F1, F2); scale 1 is the DAC's full scale."""
-        tx_open = any(b.channels[0].output for b in self.buffers.values())
         d = self.state.dds
-        if tx_open or not any(d[i]["raw"] for i in d):
+        if self._has_buffer(output=True) or not any(d[i]["raw"] for i in d):
             self.engine.tone = None
             return
         fs = float(self.state.sample_rate)
@@ -190,12 +193,15 @@ class PlutoTwin:
     def _rssi(self) -> float:
         return rssi_db(self.last_power_dbfs)
 
+    def _has_buffer(self, output: bool) -> bool:
+        """Is a TX (output) or RX buffer open, on any connection?"""
+        return any(b.output == output for b in self.buffers.values())
+
     def _run_clock(self) -> None:
         """Without an RX buffer open, device time passes by itself (paced: with the wall clock)."""
-        rx_open = any(not b.channels[0].output for b in self.buffers.values())
-        if rx_open or not self.paced:
+        if self._has_buffer(output=False) or not self.paced:
             return
-        due = int((time.monotonic() - self.t0) * self.state.stream_rate)
+        due = self._now()
         if due > self.engine.rx_count:
             self.engine.advance(due - self.engine.rx_count)
 
@@ -262,7 +268,7 @@ class PlutoTwin:
                 else:
                     if self.engine.tx_backlog + len(x) <= limit:
                         break
-                    if not any(not b.channels[0].output for b in self.buffers.values()):
+                    if not self._has_buffer(output=False):
                         self.engine.advance(self.engine.tx_backlog + len(x) - limit)
                         break
                 if time.monotonic() > deadline:
@@ -372,7 +378,7 @@ class PlutoTwin:
         del self.buffers[b.dev.id]
         if b.cyclic:
             self.engine.stop_cyclic()
-        if not b.channels[0].output:
+        if not b.output:
             self._jump = None
         self._dds()
         self.lock.notify_all()
@@ -501,19 +507,25 @@ class PlutoTwin:
         b = self.buffers.get(dev.id)
         if b is None or b.owner != cid:
             raise IioError(errno.EBADF, f"{dev.id} is not open on this connection")
-        if b.channels[0].output != output:
-            raise IioError(
-                errno.EINVAL, f"{dev.id} is an {'output' if b.channels[0].output else 'input'}"
-            )
+        if b.output != output:
+            raise IioError(errno.EINVAL, f"{dev.id} is an {'output' if b.output else 'input'}")
         return b
 
-    def _readbuf(self, conn: socket.socket, cid: int, args: list[str]) -> None:
+    def _transfer(self, cid: int, args: list[str], output: bool) -> tuple[_Buffer, int]:
+        """READBUF/WRITEBUF <dev> <bytes> -> (this connection's buffer, byte count): whole
+        samples, no more than the buffer holds."""
         if len(args) != 2:
-            raise IioError(errno.EINVAL, "syntax: READBUF <dev> <bytes>")
-        b = self._own(cid, args[0], False)
+            raise IioError(
+                errno.EINVAL, f"syntax: {'WRITEBUF' if output else 'READBUF'} <dev> <bytes>"
+            )
+        b = self._own(cid, args[0], output)
         nbytes = _int_arg(args[1:], 1, 1, 2**63)
         if nbytes % b.sample_bytes or nbytes // b.sample_bytes > b.samples:
             raise IioError(errno.EINVAL, f"{nbytes} bytes: not whole samples within the buffer")
+        return b, nbytes
+
+    def _readbuf(self, conn: socket.socket, cid: int, args: list[str]) -> None:
+        b, nbytes = self._transfer(cid, args, output=False)
         n = nbytes // b.sample_bytes
         with self.lock:
             stale = self.engine.stale_left > 0
@@ -530,12 +542,7 @@ class PlutoTwin:
             done += k
 
     def _writebuf(self, conn: socket.socket, f, cid: int, args: list[str]) -> None:
-        if len(args) != 2:
-            raise IioError(errno.EINVAL, "syntax: WRITEBUF <dev> <bytes>")
-        b = self._own(cid, args[0], True)
-        nbytes = _int_arg(args[1:], 1, 1, 2**63)
-        if nbytes % b.sample_bytes or nbytes // b.sample_bytes > b.samples:
-            raise IioError(errno.EINVAL, f"{nbytes} bytes: not whole samples within the buffer")
+        b, nbytes = self._transfer(cid, args, output=True)
         conn.sendall(b"0\n")
         raw = _read_exact(f, nbytes)
         self._tx_samples(b, raw)

@@ -339,28 +339,16 @@ def test_link_through_the_twin_meets_the_sim_links_threshold(tmp_path, adi):
     import json
     import sys
 
-    from hil.transport import free_tcp_endpoint
+    from hil.apps.twin import start_process
 
-    port = free_tcp_endpoint().rsplit(":", 1)[1]
     prof = "firmware_configs/twin_two_pluto.toml"
     log = open(tmp_path / "twin.log", "w")
-    twin = subprocess.Popen(
-        [sys.executable, "-m", "hil.cli", "twin", "--profile", prof, "--paced", "--port", port],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    twin, uri = start_process(prof, paced=True, log=log)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         r = subprocess.run(
             [
                 *(sys.executable, "-m", "hil.cli", "link", "--radio", "pluto", "--profile", prof),
-                *("--uri", f"ip:127.0.0.1:{port}", "--count", "48", "--pace", "--gap", "40000"),
+                *("--uri", uri, "--count", "48", "--pace", "--gap", "40000"),
                 *("--out", str(tmp_path / "report"), "--json"),
             ],
             capture_output=True,
