@@ -26,18 +26,47 @@ def _hil(*args, log):
     )
 
 
-@pytest.mark.slow
-def test_radio_killed_and_restarted_mid_run(tmp_path):
+class _Procs:
+    """hil processes, each with a log in tmp_path; whatever still runs at the end is killed."""
+
+    def __init__(self, tmp_path):
+        self.tmp, self.procs, self.logs = tmp_path, {}, {}
+
+    def start(self, name, *args):
+        self.logs[name] = open(self.tmp / f"{name}.log", "w")
+        self.procs[name] = _hil(*args, log=self.logs[name])
+        return self.procs[name]
+
+    def __getitem__(self, name):
+        return self.procs[name]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for f in self.logs.values():
+            f.close()
+
+
+def _paced_profile(tmp_path):
     prof = tmp_path / "paced.toml"
     prof.write_text(
         'name = "paced"\n[radio]\nbackend = "sim"\nrx_buffer_size = 8192\n'
         '[radio.sim]\nchannel = "awgn"\nnoise_dbfs = -42.0\npaced = true\n'
     )
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    logs = {n: open(tmp_path / f"{n}.log", "w") for n in ("radio1", "radio2", "rx", "tx")}
-    radio = ["radio", "--profile", prof, "--tx", ep_tx, "--rx", ep_rx]
-    procs = {"radio1": _hil(*radio, log=logs["radio1"])}
-    procs["rx"] = _hil(
+    return prof
+
+
+def _radio_args(tmp_path, ep_tx, ep_rx):
+    return ["radio", "--profile", _paced_profile(tmp_path), "--tx", ep_tx, "--rx", ep_rx]
+
+
+def _rx_args(ep_rx, ep_ctrl, summary):
+    return [
         "rx",
         "--radio",
         ep_rx,
@@ -46,13 +75,15 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         "--count",
         40,
         "--summary",
-        tmp_path / "s.json",
+        summary,
         "--idle-timeout",
         30,
-        log=logs["rx"],
-    )
-    # 40 frames paced at ~250 ms of airtime each: about 10 s on the air
-    procs["tx"] = _hil(
+    ]
+
+
+def _paced_tx_args(ep_tx, ep_ctrl):
+    """40 frames paced at ~250 ms of airtime each: about 10 s on the air."""
+    return [
         "tx",
         "--radio",
         ep_tx,
@@ -63,30 +94,36 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         "--gap",
         1_000_000,
         "--pace",
-        log=logs["tx"],
-    )
-    try:
-        # kill the radio once the receiver reports a few decoded frames (it logs every 2 s)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            logs["rx"].flush()
-            text = (tmp_path / "rx.log").read_text()
-            if any(int(n) >= 3 for n in re.findall(r"frames: (\d+) decoded", text)):
-                break
-            time.sleep(0.1)
+    ]
+
+
+def _wait_decoded(path, n, timeout=60):
+    """Until the receiver's log reports n decoded frames (it logs every 2 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and any(
+            int(k) >= n for k in re.findall(r"frames: (\d+) decoded", path.read_text())
+        ):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.slow
+def test_radio_killed_and_restarted_mid_run(tmp_path):
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    radio = _radio_args(tmp_path, ep_tx, ep_rx)
+    with _Procs(tmp_path) as procs:
+        procs.start("radio1", *radio)
+        procs.start("rx", *_rx_args(ep_rx, ep_ctrl, tmp_path / "s.json"))
+        procs.start("tx", *_paced_tx_args(ep_tx, ep_ctrl))
+        _wait_decoded(tmp_path / "rx.log", 3)  # kill the radio once a few frames are through
         procs["radio1"].send_signal(signal.SIGKILL)
         procs["radio1"].wait(10)
         time.sleep(0.5)
-        procs["radio2"] = _hil(*radio, log=logs["radio2"])
+        procs.start("radio2", *radio)
         assert procs["tx"].wait(120) == 0
         assert procs["rx"].wait(120) == 0
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in logs.values():
-            f.close()
     s = json.loads((tmp_path / "s.json").read_text())
     c = s["counts"]
     # every frame sent is accounted for: delivered, or reported missed; none silently absent
@@ -102,74 +139,20 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
         assert min(decoded) < min(missed) or max(decoded) > max(missed)
 
 
-def _paced_profile(tmp_path):
-    prof = tmp_path / "paced.toml"
-    prof.write_text(
-        'name = "paced"\n[radio]\nbackend = "sim"\nrx_buffer_size = 8192\n'
-        '[radio.sim]\nchannel = "awgn"\nnoise_dbfs = -42.0\npaced = true\n'
-    )
-    return prof
-
-
-def _wait_decoded(path, n, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and any(
-            int(k) >= n for k in re.findall(r"frames: (\d+) decoded", path.read_text())
-        ):
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @pytest.mark.slow
 def test_tx_killed_and_restarted_rx_carries_on(tmp_path):
     ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    logs = {n: open(tmp_path / f"{n}.log", "w") for n in ("radio", "rx", "tx1", "tx2")}
-    procs = {
-        "radio": _hil(
-            "radio",
-            "--profile",
-            _paced_profile(tmp_path),
-            "--tx",
-            ep_tx,
-            "--rx",
-            ep_rx,
-            log=logs["radio"],
-        )
-    }
-    procs["rx"] = _hil(
-        "rx",
-        "--radio",
-        ep_rx,
-        "--control",
-        ep_ctrl,
-        "--count",
-        40,
-        "--summary",
-        tmp_path / "s.json",
-        "--idle-timeout",
-        30,
-        log=logs["rx"],
-    )
-    tx = ["tx", "--radio", ep_tx, "--control", ep_ctrl, "--count", 40, "--gap", 1_000_000, "--pace"]
-    procs["tx1"] = _hil(*tx, log=logs["tx1"])
-    try:
+    tx = _paced_tx_args(ep_tx, ep_ctrl)
+    with _Procs(tmp_path) as procs:
+        procs.start("radio", *_radio_args(tmp_path, ep_tx, ep_rx))
+        procs.start("rx", *_rx_args(ep_rx, ep_ctrl, tmp_path / "s.json"))
+        procs.start("tx1", *tx)
         assert _wait_decoded(tmp_path / "rx.log", 3)
         procs["tx1"].send_signal(signal.SIGKILL)
         procs["tx1"].wait(10)
-        procs["tx2"] = _hil(
-            *tx[:-1], "--count", 5, "--first-seq", 1000, log=logs["tx2"]
-        )  # a new run, new seqs
+        procs.start("tx2", *tx[:-1], "--count", 5, "--first-seq", 1000)  # a new run, new seqs
         assert procs["tx2"].wait(120) == 0
         assert procs["rx"].wait(120) == 0
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in logs.values():
-            f.close()
     s = json.loads((tmp_path / "s.json").read_text())
     status = s["frame_status"]
     assert all(
@@ -185,48 +168,16 @@ def test_tx_killed_and_restarted_rx_carries_on(tmp_path):
 @pytest.mark.slow
 def test_rx_killed_and_restarted_resumes_on_next_frame(tmp_path):
     ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    logs = {n: open(tmp_path / f"{n}.log", "w") for n in ("radio", "rx1", "rx2", "tx")}
-    procs = {
-        "radio": _hil(
-            "radio",
-            "--profile",
-            _paced_profile(tmp_path),
-            "--tx",
-            ep_tx,
-            "--rx",
-            ep_rx,
-            log=logs["radio"],
-        )
-    }
-    rx = ["rx", "--radio", ep_rx, "--control", ep_ctrl, "--count", 40, "--idle-timeout", 30]
-    procs["rx1"] = _hil(*rx, "--summary", tmp_path / "s1.json", log=logs["rx1"])
-    procs["tx"] = _hil(
-        "tx",
-        "--radio",
-        ep_tx,
-        "--control",
-        ep_ctrl,
-        "--count",
-        40,
-        "--gap",
-        1_000_000,
-        "--pace",
-        log=logs["tx"],
-    )
-    try:
+    with _Procs(tmp_path) as procs:
+        procs.start("radio", *_radio_args(tmp_path, ep_tx, ep_rx))
+        procs.start("rx1", *_rx_args(ep_rx, ep_ctrl, tmp_path / "s1.json"))
+        procs.start("tx", *_paced_tx_args(ep_tx, ep_ctrl))
         assert _wait_decoded(tmp_path / "rx1.log", 3)
         procs["rx1"].send_signal(signal.SIGKILL)
         procs["rx1"].wait(10)
-        procs["rx2"] = _hil(*rx, "--summary", tmp_path / "s2.json", log=logs["rx2"])
+        procs.start("rx2", *_rx_args(ep_rx, ep_ctrl, tmp_path / "s2.json"))
         assert procs["tx"].wait(120) == 0
         assert procs["rx2"].wait(120) == 0
-    finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for f in logs.values():
-            f.close()
     s = json.loads((tmp_path / "s2.json").read_text())
     c = s["counts"]
     decoded = sorted(int(k) for k, v in s["frame_status"].items() if v == "decoded")
