@@ -7,59 +7,20 @@ from pathlib import Path
 import pytest
 import torch
 
-from hil.apps import link, radio, rx, tx
+from hil.apps import link, rx
 from hil.cli import main as cli_main
 from hil.jscc.checkpoint import save_checkpoint
 from hil.jscc.model import JsccConfig, JsccModel
 from hil.phy import OfdmConfig
 from hil.transport import free_tcp_endpoint
 
+from .trio import run_trio
+
 ROOT = Path(__file__).resolve().parents[2]
-CLEAN = str(ROOT / "firmware_configs/sim_clean.toml")
-
-
-def _run_trio(tmp_path, count=4, tx_extra=(), radio_extra=(), rx_extra=()):
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    summary = tmp_path / "s.json"
-    results = {}
-    t_radio = threading.Thread(
-        target=lambda: results.__setitem__(
-            "radio", radio.main(["--profile", CLEAN, "--tx", ep_tx, "--rx", ep_rx, *radio_extra])
-        )
-    )
-    t_rx = threading.Thread(
-        target=lambda: results.__setitem__(
-            "rx",
-            rx.main(
-                [
-                    "--radio",
-                    ep_rx,
-                    "--control",
-                    ep_ctrl,
-                    "--count",
-                    str(count),
-                    "--summary",
-                    str(summary),
-                    "--idle-timeout",
-                    "60",
-                    *rx_extra,
-                ]
-            ),
-        )
-    )
-    t_radio.start()
-    t_rx.start()
-    results["tx"] = tx.main(
-        ["--radio", ep_tx, "--control", ep_ctrl, "--count", str(count), *tx_extra]
-    )
-    t_rx.join(120)
-    t_radio.join(120)
-    assert not t_rx.is_alive() and not t_radio.is_alive()
-    return results, json.loads(summary.read_text())
 
 
 def test_tx_radio_rx_in_process(tmp_path):
-    rc, s = _run_trio(tmp_path)
+    rc, s = run_trio(tmp_path)
     assert rc == {"radio": 0, "rx": 0, "tx": 0}
     c = s["counts"]
     assert (c["sent"], c["decoded"], c["missed"], c["balanced"]) == (4, 4, 0, True)
@@ -80,7 +41,7 @@ def test_frames_from_another_model_are_refused(tmp_path):
         torch.manual_seed(5)
         other = JsccModel(JsccConfig(hidden=8))
     save_checkpoint(tmp_path / "other", other, OfdmConfig(), {"history": []})
-    _rc, s = _run_trio(tmp_path, count=3, tx_extra=("--checkpoint", str(tmp_path / "other")))
+    _rc, s = run_trio(tmp_path, count=3, tx_extra=("--checkpoint", str(tmp_path / "other")))
     c = s["counts"]
     assert (c["sent"], c["refused"], c["decoded"], c["balanced"]) == (3, 3, 0, True)
     assert s["psnr_db_mean"] is None
@@ -219,7 +180,7 @@ def test_trio_with_curve_authentication(tmp_path, capsys):
             str(keys / "radio/radio.key"),
         ]
 
-    rc, s = _run_trio(
+    rc, s = run_trio(
         tmp_path, count=3, tx_extra=client("tx"), radio_extra=server, rx_extra=client("rx")
     )
     assert rc == {"radio": 0, "rx": 0, "tx": 0}
@@ -237,36 +198,8 @@ def test_frames_cut_by_drops_are_reported_not_mis_decoded(tmp_path):
         'name = "drops"\n[radio]\nbackend = "sim"\nrx_buffer_size = 2048\n'
         '[radio.sim]\nchannel = "awgn"\nnoise_dbfs = -42.0\ndrop_every = 2\ndrop_samples = 500\n'
     )
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    out = {}
-    t_radio = threading.Thread(
-        target=lambda: out.__setitem__(
-            "radio", radio.main(["--profile", str(prof), "--tx", ep_tx, "--rx", ep_rx])
-        )
-    )
-    t_rx = threading.Thread(
-        target=lambda: out.__setitem__(
-            "rx",
-            rx.main(
-                [
-                    "--radio",
-                    ep_rx,
-                    "--control",
-                    ep_ctrl,
-                    "--count",
-                    "12",
-                    "--summary",
-                    str(tmp_path / "s.json"),
-                ]
-            ),
-        )
-    )
-    t_radio.start()
-    t_rx.start()
-    assert tx.main(["--radio", ep_tx, "--control", ep_ctrl, "--count", "12"]) == 0
-    t_rx.join(120)
-    t_radio.join(120)
-    s = json.loads((tmp_path / "s.json").read_text())
+    out, s = run_trio(tmp_path, count=12, radio_args=("--profile", str(prof)), idle_timeout=None)
+    assert out["tx"] == 0
     c = s["counts"]
     assert c["balanced"] and c["sent"] == 12
     assert c["cut"] + c["missed"] > 0 and s["receiver"]["resyncs"] > 0

@@ -13,6 +13,8 @@ import pytest
 
 from hil.transport import free_tcp_endpoint
 
+from .trio import run_trio
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -194,9 +196,7 @@ def test_pluto_gone_mid_stream_exits_nonzero_silent_partial_results_kept(
     tmp_path, monkeypatch, error
 ):
     """The Pluto backend's device fails mid-stream: clear message, TX silenced, exit code 4, rx keeps what it got."""
-    import threading
-
-    from hil.apps import radio, rx, tx
+    from hil.apps import radio
     from hil.radio.pluto import PlutoRadio
 
     from ..radio.fake_pluto import FakePluto
@@ -222,39 +222,17 @@ def test_pluto_gone_mid_stream_exits_nonzero_silent_partial_results_kept(
         return PlutoRadio(cfg, device=f)
 
     monkeypatch.setattr(radio, "open_radio", open_failing)
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
-    out = {}
-    t_radio = threading.Thread(
-        target=lambda: out.__setitem__(
-            "radio",
-            radio.main(["--backend", "pluto", "--uri", "ip:fake", "--tx", ep_tx, "--rx", ep_rx]),
-        )
+    out, s = run_trio(
+        tmp_path,
+        count=20,
+        tx_extra=("--gap", "60000"),
+        radio_args=("--backend", "pluto", "--uri", "ip:fake"),
+        idle_timeout=None,
+        join_s=60,
     )
-    t_rx = threading.Thread(
-        target=lambda: out.__setitem__(
-            "rx",
-            rx.main(
-                [
-                    "--radio",
-                    ep_rx,
-                    "--control",
-                    ep_ctrl,
-                    "--count",
-                    "20",
-                    "--summary",
-                    str(tmp_path / "s.json"),
-                ]
-            ),
-        )
-    )
-    t_radio.start()
-    t_rx.start()
-    assert tx.main(["--radio", ep_tx, "--control", ep_ctrl, "--count", "20", "--gap", "60000"]) == 0
-    t_radio.join(60)
-    t_rx.join(60)
+    assert out["tx"] == 0
     assert out["radio"] == 4  # non-zero: the device failed
     assert not fakes[0].transmitting and fakes[0].destroyed_tx >= 1  # transmitter left silent
-    s = json.loads((tmp_path / "s.json").read_text())
     c = s["counts"]
     assert 0 < c["decoded"] < 20 and c["balanced"]  # partial results kept and accounted
     assert s["end_of_stream"]  # the radio ended the stream cleanly after the failure

@@ -146,9 +146,9 @@ def test_curves_fast_path(tiles):
 
 
 def test_digital_frames_decode_through_the_full_sim_link(tmp_path):
-    from tests.apps.test_apps import _run_trio
+    from tests.apps.trio import run_trio
 
-    results, s = _run_trio(tmp_path, count=6, tx_extra=("--scheme", "16QAM-3/4"))
+    results, s = run_trio(tmp_path, count=6, tx_extra=("--scheme", "16QAM-3/4"))
     assert results == {"radio": 0, "rx": 0, "tx": 0}
     c = s["counts"]
     assert c["sent"] == 6 and c["decoded"] == 6 and c["balanced"]

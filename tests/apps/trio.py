@@ -1,0 +1,43 @@
+"""Run the radio, rx and tx mains in this process (radio and rx on threads, tx here)."""
+
+import json
+import threading
+from pathlib import Path
+
+from hil.apps import radio, rx, tx
+from hil.transport import free_tcp_endpoint
+
+CLEAN = str(Path(__file__).resolve().parents[2] / "firmware_configs/sim_clean.toml")
+
+
+def run_trio(
+    tmp_path,
+    count=4,
+    tx_extra=(),
+    radio_extra=(),
+    rx_extra=(),
+    radio_args=("--profile", CLEAN),
+    idle_timeout="60",
+    join_s=120,
+):
+    """-> ({process: exit code}, the receiver's summary). ``radio_args`` picks the backend
+    (default: the clean sim profile); ``idle_timeout`` None keeps rx's own default."""
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    summary = tmp_path / "s.json"
+    results = {}
+    radio_argv = [*radio_args, "--tx", ep_tx, "--rx", ep_rx, *radio_extra]
+    rx_argv = ["--radio", ep_rx, "--control", ep_ctrl, "--count", str(count)]
+    rx_argv += ["--summary", str(summary), *rx_extra]
+    if idle_timeout is not None:
+        rx_argv += ["--idle-timeout", idle_timeout]
+    t_radio = threading.Thread(target=lambda: results.__setitem__("radio", radio.main(radio_argv)))
+    t_rx = threading.Thread(target=lambda: results.__setitem__("rx", rx.main(rx_argv)))
+    t_radio.start()
+    t_rx.start()
+    results["tx"] = tx.main(
+        ["--radio", ep_tx, "--control", ep_ctrl, "--count", str(count), *tx_extra]
+    )
+    t_rx.join(join_s)
+    t_radio.join(join_s)
+    assert not t_rx.is_alive() and not t_radio.is_alive()
+    return results, json.loads(summary.read_text())
