@@ -119,18 +119,32 @@ def cifar10(path: str | os.PathLike, split: str) -> ImageSet:
     return ImageSet("cifar10", split, images, ids)
 
 
+def corpus(split: str, ci: bool = False) -> ImageSet:
+    """The photograph corpus (``hil.jscc.corpus``): ``train``, ``test`` or ``whole``;
+    ``ci=True``: its scikit-image photographs only (no Debian package needed)."""
+    from . import corpus as C
+
+    images, ids = C.load_split(split, C.CI_SOURCES if ci else None)
+    return ImageSet("corpus-ci" if ci else "corpus", split, images, ids)
+
+
 def open_dataset(spec: str, split: str) -> ImageSet:
-    """``builtin`` | ``cifar10:<dir>`` | ``folder:<dir>`` (a folder serves both splits unless
-    it has ``train/`` and ``test/`` subfolders)."""
+    """``builtin`` | ``corpus`` | ``corpus-ci`` | ``cifar10:<dir>`` | ``folder:<dir>`` (a
+    folder serves both splits unless it has ``train/`` and ``test/`` subfolders)."""
     if spec == "builtin":
         return builtin(split)
+    if spec in ("corpus", "corpus-ci"):
+        return corpus(split, ci=spec == "corpus-ci")
     kind, _, arg = spec.partition(":")
     if kind == "cifar10" and arg:
         return cifar10(arg, split)
     if kind == "folder" and arg:
         sub = Path(arg) / split
         return folder(sub, split) if sub.is_dir() else folder(arg, split)
-    raise ValueError(f"unknown data set {spec!r}; use 'builtin', 'cifar10:<dir>' or 'folder:<dir>'")
+    raise ValueError(
+        f"unknown data set {spec!r}; use 'builtin', 'corpus', 'corpus-ci', 'cifar10:<dir>' "
+        "or 'folder:<dir>'"
+    )
 
 
 class CropSampler:

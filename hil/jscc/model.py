@@ -14,17 +14,32 @@ and a sigmoid. Changes that pay here:
   reports (log scale, as an extra input plane), since after OFDM equalisation
   each symbol sees its own subcarrier's SNR.
 
-The encoder is fully convolutional (any H, W divisible by 4); the number of
-output channels c sets the bandwidth ratio k/n = (c/2 * H/4 * W/4) / (3 H W)
-= c / 96: c = 16 for 1/6, c = 8 for 1/12.
+Two architectures, chosen by ``JsccConfig.arch`` through a registry:
+
+- ``bdjscc``: the baseline above (what the first shipped checkpoints use);
+- ``resgdn``: the stronger one. GDN / inverse GDN nonlinearities (Ballé,
+  Laparra & Simoncelli, "Density Modeling of Images Using a Generalized
+  Normalization Transformation", ICLR 2016), which the learned-compression
+  literature and DeepJSCC-Q use in place of PReLU after strided layers;
+  pre-activation residual blocks (He et al. 2016) at the latent resolution;
+  sub-pixel (PixelShuffle) upsampling in the decoder instead of transposed
+  convolutions, which avoid the checkerboard pattern transposed convolutions
+  leave on flat areas such as sky (Odena, Dumoulin & Olah, Distill 2016);
+  AF modules after every decoder block; the per-symbol SNR plane as an input.
+
+Both are fully convolutional (any H, W divisible by 4); the number of output
+channels c sets the bandwidth ratio k/n = (c/2 * H/4 * W/4) / (3 H W) = c / 96:
+c = 16 for 1/6, c = 8 for 1/12.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 
@@ -35,15 +50,20 @@ class JsccConfig:
     Attributes:
         bandwidth_ratio: k/n as a string fraction ("1/6", "1/12", ...): complex
             channel symbols per real source value. Must give an even integer c.
-        hidden: feature channels of the hidden layers.
+        hidden: feature channels of the hidden layers (``resgdn``: at full/2
+            resolution; the latent-resolution blocks use 2 * hidden).
         snr_adaptive: AF modules in the decoder conditioned on the SNR estimate.
         use_symbol_gain: feed the per-symbol post-equalisation SNR to the decoder.
+        arch: ``bdjscc`` or ``resgdn`` (see the module docstring).
+        res_blocks: ``resgdn`` only: residual blocks at the latent resolution, per side.
     """
 
     bandwidth_ratio: str = "1/6"
     hidden: int = 32
     snr_adaptive: bool = True
     use_symbol_gain: bool = False
+    arch: str = "bdjscc"
+    res_blocks: int = 2
 
     def __post_init__(self):
         try:
@@ -60,6 +80,10 @@ class JsccConfig:
             )
         if not 4 <= self.hidden <= 1024:
             raise ValueError(f"hidden must be in 4..1024, got {self.hidden}")
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"arch must be one of {sorted(ARCHITECTURES)}, got {self.arch!r}")
+        if not 0 <= self.res_blocks <= 16:
+            raise ValueError(f"res_blocks must be in 0..16, got {self.res_blocks}")
 
     @property
     def latent_channels(self) -> int:
@@ -73,7 +97,12 @@ class JsccConfig:
         return self.latent_channels * (h // 4) * (w // 4) // 2
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if self.arch == "bdjscc":
+            # the fields added with ``resgdn``: a bdjscc config reads (and
+            # fingerprints) exactly as it did before they existed
+            del d["arch"], d["res_blocks"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> JsccConfig:
@@ -100,8 +129,8 @@ def _deconv(cin, cout, stride):
     return nn.ConvTranspose2d(cin, cout, 5, stride=stride, padding=2, output_padding=stride - 1)
 
 
-class Encoder(nn.Module):
-    """Images [B, 3, H, W] in [0, 1] -> symbols [B, k] complex64 with unit mean power per image."""
+class BdEncoder(nn.Module):
+    """``bdjscc``: images [B, 3, H, W] float32 in [0, 1] -> symbols [B, k] complex64, unit mean power per image."""
 
     def __init__(self, cfg: JsccConfig):
         super().__init__()
@@ -135,8 +164,9 @@ class AFModule(nn.Module):
         return f * self.mlp(ctx)[:, :, None, None]
 
 
-class Decoder(nn.Module):
-    """Symbols [B, k] complex (+ SNR estimate [B] dB, + gains [B, k]) -> images [B, 3, H, W]."""
+class BdDecoder(nn.Module):
+    """``bdjscc``: symbols [B, k] complex64 (+ SNR estimate [B] dB, + gains [B, k] float32)
+    -> images [B, 3, H, W] float32 in [0, 1]."""
 
     def __init__(self, cfg: JsccConfig):
         super().__init__()
@@ -163,17 +193,7 @@ class Decoder(nn.Module):
         shape: tuple[int, int, int],
         symbol_gain: Tensor | None = None,
     ) -> Tensor:
-        _, hh, ww = shape
-        b = symbols.shape[0]
-        c = self.cfg.latent_channels
-        z = torch.cat([symbols.real, symbols.imag], dim=1).reshape(b, c, hh // 4, ww // 4)
-        if self.cfg.use_symbol_gain:
-            if symbol_gain is None:
-                raise ValueError(
-                    "this decoder was built with use_symbol_gain=True and needs symbol_gain"
-                )
-            g = torch.log10(symbol_gain.clamp_min(1e-3)).reshape(b, c // 2, hh // 4, ww // 4)
-            z = torch.cat([z, g.to(z.dtype)], dim=1)
+        z = _symbols_to_planes(symbols, self.cfg, shape, symbol_gain)
         f = z
         for i, blk in enumerate(self.blocks):
             f = blk(f)
@@ -182,14 +202,135 @@ class Decoder(nn.Module):
         return torch.sigmoid(self.out(f))
 
 
+def _symbols_to_planes(
+    symbols: Tensor, cfg: JsccConfig, shape: tuple[int, int, int], symbol_gain: Tensor | None
+) -> Tensor:
+    """[B, k] complex (+ [B, k] linear gains) -> decoder input [B, c (+ c/2), H/4, W/4] float32.
+
+    The inverse of the encoders' layout: the first c/2 latent channels are I,
+    the second c/2 are Q; the gain plane is log10 of the per-symbol SNR."""
+    _, hh, ww = shape
+    b, c = symbols.shape[0], cfg.latent_channels
+    z = torch.cat([symbols.real, symbols.imag], dim=1).reshape(b, c, hh // 4, ww // 4)
+    if not cfg.use_symbol_gain:
+        return z
+    if symbol_gain is None:
+        raise ValueError("this decoder was built with use_symbol_gain=True and needs symbol_gain")
+    g = torch.log10(symbol_gain.clamp_min(1e-3)).reshape(b, c // 2, hh // 4, ww // 4)
+    return torch.cat([z, g.to(z.dtype)], dim=1)
+
+
+class GDN(nn.Module):
+    """Generalised divisive normalisation (Ballé et al., ICLR 2016), per pixel across channels:
+    y_i = x_i / sqrt(beta_i + sum_j gamma_ij x_j^2); ``inverse=True`` multiplies instead (IGDN).
+
+    beta and gamma are kept non-negative by squaring their parameters (a
+    simplified form of Ballé's reparametrisation), gamma starting at 0.1 I."""
+
+    def __init__(self, ch: int, inverse: bool = False):
+        super().__init__()
+        self.inverse = inverse
+        self.beta_p = nn.Parameter(torch.ones(ch))
+        self.gamma_p = nn.Parameter(torch.eye(ch) * math.sqrt(0.1))
+
+    def forward(self, x: Tensor) -> Tensor:
+        beta = self.beta_p**2 + 1e-6
+        gamma = (self.gamma_p**2)[:, :, None, None]
+        norm = torch.sqrt(F.conv2d(x * x, gamma, beta))
+        return x * norm if self.inverse else x / norm
+
+
+class ResBlock(nn.Module):
+    """Pre-activation residual block: x + conv3(PReLU(conv3(PReLU(x))))."""
+
+    def __init__(self, ch: int):
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.PReLU(ch), nn.Conv2d(ch, ch, 3, padding=1), nn.PReLU(ch), nn.Conv2d(ch, ch, 3, padding=1)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.body(x)
+
+
+class ResGdnEncoder(nn.Module):
+    """``resgdn``: images [B, 3, H, W] float32 in [0, 1] -> symbols [B, k] complex64, unit mean
+    power per image. 5x5/2 conv + GDN, 5x5/2 conv + GDN, ``res_blocks`` residual blocks, 3x3 to c."""
+
+    def __init__(self, cfg: JsccConfig):
+        super().__init__()
+        h, c = cfg.hidden, cfg.latent_channels
+        self.net = nn.Sequential(
+            nn.Conv2d(3, h, 5, stride=2, padding=2), GDN(h),
+            nn.Conv2d(h, 2 * h, 5, stride=2, padding=2), GDN(2 * h),
+            *[ResBlock(2 * h) for _ in range(cfg.res_blocks)],
+            nn.PReLU(2 * h), nn.Conv2d(2 * h, c, 3, padding=1),
+        )  # fmt: skip
+
+    def forward(self, x: Tensor) -> Tensor:
+        z = self.net(x - 0.5)  # [B, c, H/4, W/4]
+        z = z.reshape(z.shape[0], 2, -1)  # first half of the channels -> I, second half -> Q
+        return power_normalize(torch.complex(z[:, 0], z[:, 1]))
+
+
+class ResGdnDecoder(nn.Module):
+    """``resgdn``: symbols [B, k] complex64 (+ SNR estimate [B] dB float32, + per-symbol gains
+    [B, k] float32) -> images [B, 3, H, W] float32 in [0, 1].
+
+    3x3 conv from the latent planes, ``res_blocks`` residual blocks with an AF
+    module after each, 3x3 conv + PixelShuffle(2) + IGDN, one residual block,
+    3x3 conv + PixelShuffle(2), sigmoid."""
+
+    def __init__(self, cfg: JsccConfig):
+        super().__init__()
+        self.cfg = cfg
+        h, c = cfg.hidden, cfg.latent_channels
+        cin = c + (c // 2 if cfg.use_symbol_gain else 0)
+        self.head = nn.Conv2d(cin, 2 * h, 3, padding=1)
+        self.blocks = nn.ModuleList([ResBlock(2 * h) for _ in range(cfg.res_blocks)])
+        self.up1 = nn.Sequential(
+            nn.PReLU(2 * h), nn.Conv2d(2 * h, 4 * h, 3, padding=1), nn.PixelShuffle(2), GDN(h, True)
+        )
+        self.fine = ResBlock(h)
+        self.up2 = nn.Sequential(nn.PReLU(h), nn.Conv2d(h, 12, 3, padding=1), nn.PixelShuffle(2))
+        chans = [2 * h] * (cfg.res_blocks + 1) + [h, h]  # after head, each block, up1, fine
+        self.af = nn.ModuleList([AFModule(ch) for ch in chans]) if cfg.snr_adaptive else None
+
+    def forward(
+        self,
+        symbols: Tensor,
+        snr_db: Tensor,
+        shape: tuple[int, int, int],
+        symbol_gain: Tensor | None = None,
+    ) -> Tensor:
+        f = self.head(_symbols_to_planes(symbols, self.cfg, shape, symbol_gain))
+        snr = snr_db.to(f.dtype)
+        stages = [*self.blocks, self.up1, self.fine]
+        if self.af is not None:
+            f = self.af[0](f, snr)
+        for i, stage in enumerate(stages):
+            f = stage(f)
+            if self.af is not None:
+                f = self.af[i + 1](f, snr)
+        return torch.sigmoid(self.up2(f))
+
+
+# arch name -> (encoder class, decoder class); JsccConfig.arch picks one
+ARCHITECTURES: dict[str, tuple[type[nn.Module], type[nn.Module]]] = {
+    "bdjscc": (BdEncoder, BdDecoder),
+    "resgdn": (ResGdnEncoder, ResGdnDecoder),
+}
+
+
 class JsccModel(nn.Module):
     """Encoder + decoder of one configuration."""
 
     def __init__(self, cfg: JsccConfig | None = None):
         super().__init__()
         self.cfg = cfg or JsccConfig()
-        self.encoder = Encoder(self.cfg)
-        self.decoder = Decoder(self.cfg)
+        enc, dec = ARCHITECTURES[self.cfg.arch]
+        self.encoder = enc(self.cfg)
+        self.decoder = dec(self.cfg)
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

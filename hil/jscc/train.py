@@ -268,6 +268,7 @@ def train(
         model = JsccModel(cfg.model)
     history: list[dict] = []
     start = 0
+    prior_seconds, prior_images = 0.0, 0  # what earlier runs of a resumed training spent
     data_gen = torch.Generator().manual_seed(tc.seed * 1000 + rank)
     chan_gen = torch.Generator(device=device).manual_seed(tc.seed * 1000 + 500 + rank)
     opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
@@ -281,6 +282,8 @@ def train(
         _load_opt(opt, extra)
         history = list(doc.get("history", []))
         start = int(doc.get("step", 0))
+        prior_seconds = float(doc.get("train_seconds", 0.0))
+        prior_images = int(doc.get("train_images", 0))
         if f"rng.data.{rank}" in extra:
             data_gen.set_state(extra[f"rng.data.{rank}"])
         if f"rng.chan.{rank}" in extra and device.type == "cpu":
@@ -306,7 +309,8 @@ def train(
     tiles, _ = fixed_tiles(test_set, tc.crop, tc.eval_tiles)
     lo, hi = cfg.snr_db
 
-    def meta(step: int, seconds: float, images: int) -> dict:
+    def meta(step: int, run_seconds: float, run_images: int) -> dict:
+        seconds, images = prior_seconds + run_seconds, prior_images + run_images
         return {
             "config": cfg.to_dict(),
             "dataset": {
@@ -316,9 +320,9 @@ def train(
             },
             "history": history,
             "step": step,
-            "train_seconds": seconds,
-            "train_images": images,
-            "images_per_second": images / max(seconds, 1e-9),
+            "train_seconds": seconds,  # wall time of all runs, resumed ones included
+            "train_images": images,  # images seen by all runs
+            "images_per_second": run_images / max(run_seconds, 1e-9),  # this run's
             "device": str(device),
             "world_size": world,
             "torch": torch.__version__,

@@ -5,10 +5,11 @@ from hil.jscc.metrics import psnr, ssim
 from hil.jscc.model import JsccConfig, JsccModel, power_normalize
 
 
+@pytest.mark.parametrize("arch", ["bdjscc", "resgdn"])
 @pytest.mark.parametrize(("ratio", "c"), [("1/6", 16), ("1/12", 8), ("1/24", 4)])
 @pytest.mark.parametrize("hw", [(32, 32), (16, 48), (64, 32)])
-def test_shapes_and_dtypes(ratio, c, hw, gen):
-    cfg = JsccConfig(bandwidth_ratio=ratio, hidden=8)
+def test_shapes_and_dtypes(arch, ratio, c, hw, gen):
+    cfg = JsccConfig(bandwidth_ratio=ratio, hidden=8, arch=arch, use_symbol_gain=arch == "resgdn")
     m = JsccModel(cfg)
     x = torch.rand(2, 3, *hw, generator=gen)
     s = m.encoder(x)
@@ -16,7 +17,8 @@ def test_shapes_and_dtypes(ratio, c, hw, gen):
     assert cfg.latent_channels == c
     assert s.dtype == torch.complex64 and s.shape == (2, k)
     assert abs(k / (3 * hw[0] * hw[1]) - eval(ratio)) < 1e-12
-    y = m.decoder(s, torch.tensor([3.0, 12.0]), (3, *hw))
+    gain = torch.rand(2, k, generator=gen) * 10 if cfg.use_symbol_gain else None
+    y = m.decoder(s, torch.tensor([3.0, 12.0]), (3, *hw), gain)
     assert y.shape == x.shape and y.dtype == torch.float32
     assert 0 <= y.min() and y.max() <= 1
 
@@ -69,3 +71,26 @@ def test_metrics_known_values(gen):
     noisy = (x + 0.2 * torch.randn(x.shape, generator=gen)).clamp(0, 1)
     assert torch.all(ssim(x, noisy) < 0.9)
     assert torch.all(ssim(x, 1 - x) < ssim(x, noisy))
+
+
+def test_bdjscc_config_reads_as_before_resgdn_existed():
+    """The first shipped checkpoints' fingerprints cover the config dict: a bdjscc config must
+    serialise without the fields resgdn added, and a resgdn config with them."""
+    assert set(JsccConfig().to_dict()) == {"bandwidth_ratio", "hidden", "snr_adaptive", "use_symbol_gain"}
+    d = JsccConfig(arch="resgdn", res_blocks=3).to_dict()
+    assert d["arch"] == "resgdn" and d["res_blocks"] == 3
+    assert JsccConfig.from_dict(d) == JsccConfig(arch="resgdn", res_blocks=3)
+    with pytest.raises(ValueError, match="arch must be one of"):
+        JsccConfig(arch="vit")
+
+
+def test_gdn_and_inverse_gdn(gen):
+    from hil.jscc.model import GDN
+
+    x = torch.randn(2, 4, 3, 3, generator=gen)
+    g, ig = GDN(4), GDN(4, inverse=True)
+    # at initialisation beta = 1 + 1e-6, gamma = 0.1 I: y = x / sqrt(beta + 0.1 x^2)
+    torch.testing.assert_close(g(x), x / torch.sqrt(1 + 1e-6 + 0.1 * x**2))
+    torch.testing.assert_close(ig(x), x * torch.sqrt(1 + 1e-6 + 0.1 * x**2))
+    g.gamma_p.data = -g.gamma_p.data  # parameters squared: the sign cannot make gamma negative
+    torch.testing.assert_close(g(x), x / torch.sqrt(1 + 1e-6 + 0.1 * x**2))
