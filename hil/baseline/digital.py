@@ -69,19 +69,22 @@ def mcs_by_key(key: str) -> int:
 
 
 def scheme_id(mcs_index: int, codec: int) -> int:
-    """The header's scheme byte: 0 is JSCC; 1 + 2 * MCS index + codec for the digital schemes."""
-    return 1 + 2 * mcs_index + codec
+    """The header's scheme byte: 0 is JSCC; 1 + len(CODECS) * MCS index + codec for the digital
+    schemes (codec: index into ``source.CODECS``: 0 JPEG, 1 WebP, 2 AVIF, 3 HEIF)."""
+    if not (0 <= mcs_index < len(MCS_TABLE) and 0 <= codec < len(CODECS)):
+        raise ValueError(f"no scheme for MCS index {mcs_index}, codec index {codec}")
+    return 1 + len(CODECS) * mcs_index + codec
 
 
 def is_digital_scheme(scheme: int) -> bool:
-    return 1 <= scheme <= 2 * len(MCS_TABLE)
+    return 1 <= scheme <= len(CODECS) * len(MCS_TABLE)
 
 
 def parse_scheme(scheme: int) -> tuple[int, int]:
     """Scheme byte -> (MCS index, codec index); ValueError for JSCC (0) or an unknown byte."""
     if not is_digital_scheme(scheme):
         raise ValueError(f"scheme {scheme} is not a digital scheme")
-    return (scheme - 1) // 2, (scheme - 1) % 2
+    return divmod(scheme - 1, len(CODECS))
 
 
 def _sionna():

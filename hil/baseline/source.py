@@ -1,4 +1,11 @@
-"""Source coding for the separation baseline: JPEG and WebP (Pillow) fitted to a byte budget.
+"""Source coding for the separation baseline: JPEG, WebP, AVIF and HEIF fitted to a byte budget.
+
+JPEG, WebP and AVIF (AV1 intra, libavif) come with Pillow; HEIF is HEVC intra
+(x265 through libheif, the ``pillow-heif`` package): HEVC intra is what BPG,
+the codec the Deep JSCC literature compares against, is built on. AVIF and
+HEIF bitstreams are sent in their ISO-BMFF containers as Pillow writes them
+(a few hundred bytes of boxes), so at the byte budget of one 32x32 tile they
+rarely fit; at whole-image budgets the container is a small share.
 
 The transmitter picks, per image, the highest quality whose bitstream fits
 the budget, for each codec, and keeps the codec whose decoded image scores
@@ -13,9 +20,31 @@ import io
 import numpy as np
 from PIL import Image
 
-CODECS = ("jpeg", "webp")
-_PIL = {"jpeg": "JPEG", "webp": "WEBP"}
-_QUALITY = {"jpeg": (1, 95), "webp": (0, 100)}
+CODECS = ("jpeg", "webp", "avif", "heif")  # the index is part of the header's scheme byte
+_PIL = {"jpeg": "JPEG", "webp": "WEBP", "avif": "AVIF", "heif": "HEIF"}
+_QUALITY = {"jpeg": (1, 95), "webp": (0, 100), "avif": (0, 100), "heif": (0, 100)}
+_OPTS = {
+    "jpeg": {"optimize": True},
+    "webp": {"method": 6},
+    "avif": {"speed": 4, "subsampling": "4:2:0"},
+    "heif": {"chroma": 420},
+}
+_heif_ready = False
+
+
+def _heif() -> None:
+    """Register pillow-heif's HEIF encoder and decoder with Pillow (once)."""
+    global _heif_ready
+    if _heif_ready:
+        return
+    try:
+        import pillow_heif
+    except ImportError as exc:
+        raise RuntimeError(
+            "the HEIF codec needs pillow-heif: pip install -e '.[baseline]'"
+        ) from exc
+    pillow_heif.register_heif_opener()
+    _heif_ready = True
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
@@ -26,14 +55,19 @@ def to_uint8(img: np.ndarray) -> np.ndarray:
 
 
 def encode(img8: np.ndarray, codec: str, quality: int) -> bytes:
+    """[H, W, 3] uint8 -> the codec's bitstream at ``quality`` (higher is better and larger)."""
+    if codec not in CODECS:
+        raise ValueError(f"unknown codec {codec!r}; one of {CODECS}")
+    if codec == "heif":
+        _heif()
     buf = io.BytesIO()
-    opts = {"optimize": True} if codec == "jpeg" else {"method": 6}
-    Image.fromarray(img8).save(buf, _PIL[codec], quality=int(quality), **opts)
+    Image.fromarray(img8).save(buf, _PIL[codec], quality=int(quality), **_OPTS[codec])
     return buf.getvalue()
 
 
 def decode(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
     """Bitstream -> [3, H, W] float in [0, 1]; None if it does not decode to that shape."""
+    _heif()
     try:
         with Image.open(io.BytesIO(data)) as im:
             a = np.asarray(im.convert("RGB"), np.float32) / 255.0
@@ -47,8 +81,10 @@ def decode(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
 def fit(img8: np.ndarray, codec: str, max_bytes: int) -> bytes | None:
     """The highest-quality bitstream of ``codec`` no longer than ``max_bytes`` (None: none fits)."""
     lo, hi = _QUALITY[codec]
+    if len(encode(img8, codec, lo)) > max_bytes:  # AVIF/HEIF containers often cannot fit at all
+        return None
     best = None
-    while lo <= hi:  # sizes grow with quality (checked: the result always fits)
+    while lo <= hi:  # sizes grow with quality, nearly (the result is checked to fit)
         q = (lo + hi) // 2
         b = encode(img8, codec, q)
         if len(b) <= max_bytes:
