@@ -70,10 +70,12 @@ def run_eval(args) -> int:
             f"{out['checkpoint']} (k/n {out['bandwidth_ratio']}, fingerprint {out['fingerprint']}), "
             f"channel {name}, {len(tiles)} held-out tiles"
         )
-        print(f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}")
+        print(f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}  colour shift R/G/B (8-bit)")
         for r in out["results"]:
+            rgb = "/".join(f"{v:+.2f}" for v in r["colour_shift_rgb"])
             print(
                 f"{r['snr_db']:>7g} {r['psnr_db']:>8.2f} {r['ssim']:>6.3f} {r['snr_est_db']:>8.2f}"
+                f"  {rgb}"
             )
     sys.stdout.flush()
     return 0

@@ -38,3 +38,28 @@ def ssim(x: Tensor, y: Tensor, window: int = 11, sigma: float = 1.5) -> Tensor:
     sxy = f(x * y) - mx * my
     s = ((2 * mx * my + c1) * (2 * sxy + c2)) / ((mx * mx + my * my + c1) * (sxx + syy + c2))
     return s.flatten(1).mean(1)
+
+
+MS_SSIM_MIN_SIDE = 161  # five scales of an 11-tap window: the side must exceed 10 * 2**4
+
+
+def ms_ssim(x: Tensor, y: Tensor) -> Tensor:
+    """MS-SSIM per image (Wang, Simoncelli & Bovik 2003; five scales, weights 0.0448 ..
+    0.1333, Gaussian window 11, sigma 1.5) for [B, 3, H, W] float in [0, 1], computed by
+    ``pytorch_msssim``. Defined only for images whose sides exceed 160 pixels: smaller ones
+    (a 32x32 tile) raise ValueError rather than get a non-standard variant."""
+    if min(x.shape[-2:]) < MS_SSIM_MIN_SIDE:
+        raise ValueError(
+            f"MS-SSIM needs images of at least {MS_SSIM_MIN_SIDE}x{MS_SSIM_MIN_SIDE} "
+            f"(five scales of an 11-pixel window), got {tuple(x.shape[-2:])}"
+        )
+    from pytorch_msssim import ms_ssim as _ms_ssim
+
+    return _ms_ssim(x.float(), y.float(), data_range=1.0, size_average=False)
+
+
+def colour_shift(x_hat: Tensor, x: Tensor) -> Tensor:
+    """Mean colour shift per image and channel, in 8-bit levels: [B, 3] float32, positive
+    where the received image is brighter in that channel (R, G, B). A decoder that turns
+    green foliage blue shows G < 0 and B > 0 here."""
+    return ((x_hat.float() - x.float()).mean(dim=(2, 3))) * 255.0

@@ -23,7 +23,7 @@ from ..channel import ChainConfig, ChannelChain, profile
 from ..phy import OfdmConfig
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import CropSampler, fixed_tiles, open_dataset
-from .metrics import psnr, ssim
+from .metrics import colour_shift, psnr, ssim
 from .model import JsccConfig, JsccModel
 from .pipeline import GRAD_MODES, JsccLink
 
@@ -163,7 +163,8 @@ def evaluate(
     batch: int = 128,
     equalizer: str = "mmse",
 ) -> dict[float, dict[str, float]]:
-    """Mean PSNR/SSIM (and the mean SNR estimate) per SNR on held-out tiles, through the full path."""
+    """Mean PSNR/SSIM, colour shift (8-bit levels, per channel R, G, B, and its mean absolute
+    value) and the mean SNR estimate per SNR on held-out tiles, through the full path."""
     device = next(model.parameters()).device
     link = JsccLink(model, phy, ChannelChain.from_tables(list(channel)), equalizer=equalizer).to(
         device
@@ -172,7 +173,7 @@ def evaluate(
     out = {}
     for snr in snrs:
         g = torch.Generator(device=device).manual_seed(seed)
-        ps, ss, est = [], [], []
+        ps, ss, est, cs = [], [], [], []
         for i in range(0, len(tiles), batch):
             x = tiles[i : i + batch].to(device)
             r = link(x, torch.full((len(x),), float(snr), device=device), g)
@@ -180,10 +181,14 @@ def evaluate(
             ps.append(psnr(xh, x))
             ss.append(ssim(xh, x))
             est.append(r.rx.snr_db)
+            cs.append(colour_shift(xh, x))
+        shift = torch.cat(cs)
         out[float(snr)] = {
             "psnr_db": float(torch.cat(ps).mean()),
             "ssim": float(torch.cat(ss).mean()),
             "snr_est_db": float(torch.cat(est).mean()),
+            "colour_shift_rgb": [round(float(v), 3) for v in shift.mean(0)],
+            "colour_shift_abs": float(shift.abs().mean()),
         }
     return out
 

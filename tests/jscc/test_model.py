@@ -94,3 +94,40 @@ def test_gdn_and_inverse_gdn(gen):
     torch.testing.assert_close(ig(x), x * torch.sqrt(1 + 1e-6 + 0.1 * x**2))
     g.gamma_p.data = -g.gamma_p.data  # parameters squared: the sign cannot make gamma negative
     torch.testing.assert_close(g(x), x / torch.sqrt(1 + 1e-6 + 0.1 * x**2))
+
+
+@pytest.mark.parametrize("noise", [0.02, 0.1, 0.3])
+def test_ssim_matches_scikit_image(noise, gen):
+    """Our SSIM against scikit-image's structural_similarity with the paper's settings
+    (Gaussian window sigma 1.5, population covariance, data range 1)."""
+    from skimage.metrics import structural_similarity
+
+    x = torch.rand(2, 3, 40, 48, generator=gen, dtype=torch.float64)
+    x = torch.nn.functional.avg_pool2d(x, 3, 1, 1)  # some structure
+    y = (x + noise * torch.randn(x.shape, generator=gen, dtype=torch.float64)).clamp(0, 1)
+    ours = ssim(x, y)
+    for i in range(2):
+        ref = structural_similarity(
+            x[i].numpy(), y[i].numpy(), channel_axis=0, gaussian_weights=True, sigma=1.5,
+            use_sample_covariance=False, data_range=1.0,
+        )  # fmt: skip
+        assert abs(float(ours[i]) - ref) < 1e-6, (float(ours[i]), ref)
+
+
+def test_ms_ssim_and_colour_shift(gen):
+    from hil.jscc.metrics import colour_shift, ms_ssim
+
+    x = torch.nn.functional.avg_pool2d(torch.rand(2, 3, 192, 200, generator=gen), 5, 1, 2)
+    y = (x + 0.05 * torch.randn(x.shape, generator=gen)).clamp(0, 1)
+    m = ms_ssim(x, y)
+    assert m.shape == (2,) and torch.all((0 < m) & (m < 1))
+    assert torch.allclose(ms_ssim(x, x), torch.ones(2), atol=1e-5)
+    assert torch.all(ms_ssim(x, (x + 0.2 * torch.randn(x.shape, generator=gen)).clamp(0, 1)) < m)
+    with pytest.raises(ValueError, match="at least 161"):
+        ms_ssim(x[..., :32, :32], y[..., :32, :32])
+    shifted = x.clone()
+    shifted[:, 1] -= 10 / 255  # green down 10 levels
+    shifted[:, 2] += 4 / 255
+    torch.testing.assert_close(
+        colour_shift(shifted, x), torch.tensor([[0.0, -10.0, 4.0]] * 2), atol=1e-3, rtol=0
+    )
