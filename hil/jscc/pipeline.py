@@ -11,6 +11,10 @@ images -> Encoder -> FrameBuilder (PHY transmit) -> channel chain -> OfdmReceive
 - ``real``: the channel as real 2x2 arithmetic on (I, Q) pairs
   (``hil.channel.real_twin``), to show it equals ``complex``.
 
+``surrogate=True`` (per call) replaces frame building, the sample-level channel
+and the receiver with ``hil.phy.surrogate.ReceiverSurrogate``: the same
+receiver outputs drawn per subcarrier, for the cheap early steps of training.
+
 ``through_phy=False`` skips the PHY: the channel acts on the bare symbols and
 the decoder is told the true SNR, which is how most Deep JSCC is trained; it
 is kept as the baseline the PHY-trained model is measured against.
@@ -26,6 +30,7 @@ from torch import Tensor, nn
 from ..channel import ChannelChain
 from ..channel.real_twin import apply_real_chain
 from ..phy import FrameBuilder, OfdmConfig, OfdmReceiver, RxResult
+from ..phy.surrogate import ReceiverSurrogate
 from .model import JsccModel
 
 GRAD_MODES = ("complex", "detach", "real")
@@ -56,6 +61,17 @@ class JsccLink(nn.Module):
         self.phy = phy
         self.fb = FrameBuilder(phy)
         self.rx = OfdmReceiver(phy, equalizer=equalizer)
+        self.equalizer = equalizer
+        self._surrogate: ReceiverSurrogate | None = None
+
+    def surrogate(self) -> ReceiverSurrogate:
+        """The chain's per-subcarrier surrogate (built on first use; ValueError for a chain
+        with stages it does not model)."""
+        if self._surrogate is None:
+            self._surrogate = ReceiverSurrogate(
+                self.phy, self.chain.config.to_tables(), self.equalizer
+            )
+        return self._surrogate
 
     def channel(self, frames: Tensor, snr_db: Tensor, generator: torch.Generator | None) -> Tensor:
         if self.grad_mode == "complex":
@@ -67,10 +83,21 @@ class JsccLink(nn.Module):
         return y.detach().requires_grad_()
 
     def forward(
-        self, x: Tensor, snr_db: Tensor, generator: torch.Generator | None = None
+        self,
+        x: Tensor,
+        snr_db: Tensor,
+        generator: torch.Generator | None = None,
+        surrogate: bool = False,
     ) -> LinkOutput:
+        """x: [B, 3, H, W] float32 in [0, 1]; snr_db: [B] float32."""
         shape = tuple(x.shape[1:])
         s = self.model.encoder(x)
+        if surrogate:
+            if self.grad_mode != "complex" or not self.through_phy:
+                raise ValueError("the surrogate stands in for the PHY in grad_mode 'complex' only")
+            r = self.surrogate().to(s.device)(s, snr_db, generator)
+            x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
+            return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
         if not self.through_phy:  # symbols straight through the channel, true SNR to the decoder
             y = self.channel(s, snr_db, generator)
             gain = torch.full(s.shape, 1.0, device=s.device) * torch.pow(10.0, snr_db / 10)[:, None]

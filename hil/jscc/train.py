@@ -48,12 +48,17 @@ class TrainConfig:
         True  # False: channel on the bare symbols, decoder told the true SNR (the naive baseline)
     )
     threads: int = 0  # torch CPU threads; 0 = torch's default
+    # steps 1..surrogate_until train through the per-subcarrier channel surrogate
+    # (hil.phy.surrogate); the rest through the full PHY (0: always the PHY)
+    surrogate_until: int = 0
 
     def __post_init__(self):
         if self.grad_mode not in GRAD_MODES:
             raise ValueError(f"train.grad_mode must be one of {GRAD_MODES}, got {self.grad_mode!r}")
         if self.crop % 4 or self.crop < 8:
             raise ValueError(f"train.crop must be a multiple of 4 and >= 8, got {self.crop}")
+        if self.surrogate_until < 0:
+            raise ValueError(f"train.surrogate_until must be >= 0, got {self.surrogate_until}")
         for k in ("batch_size", "steps", "eval_every", "eval_tiles"):
             if getattr(self, k) < 1:
                 raise ValueError(f"train.{k} must be >= 1, got {getattr(self, k)}")
@@ -343,7 +348,7 @@ def train(
             gparam["lr"] = _lr(tc, step)
         x = sampler(tc.batch_size).to(device)
         snr = lo + (hi - lo) * torch.rand(tc.batch_size, generator=data_gen).to(device)
-        r = train_net(x, snr, chan_gen)
+        r = train_net(x, snr, chan_gen, step <= tc.surrogate_until)
         loss = ((r.x_hat - x) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()

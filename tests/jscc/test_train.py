@@ -145,3 +145,20 @@ def test_torchrun_ddp_two_processes(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["world_size"] == 2 and doc["train_images"] == 2 * 2 * 4
+
+
+def test_surrogate_steps_then_phy_improve_psnr_and_record_time(tiny_cfg, tmp_path):
+    """Most steps through the surrogate, the last through the PHY: training still improves the
+    model as the PHY measures it, and resuming accumulates images and wall time."""
+    d = tiny_cfg.to_dict()
+    d["train"].update(steps=60, eval_every=60, batch_size=16, lr=3e-3, surrogate_until=50)
+    cfg = ExperimentConfig.from_dict(d)
+    tiles, _ = fixed_tiles(open_dataset("builtin", "test"), 16, 16)
+    before = evaluate(_init(cfg), cfg.phy, cfg.channel, [10.0], tiles)[10.0]["psnr_db"]
+    train(cfg, tmp_path / "m", progress=False, until=30)
+    part = json.loads((tmp_path / "m.json").read_text())
+    doc = train(cfg, tmp_path / "m", resume=tmp_path / "m", progress=False)
+    after = doc["history"][-1]["eval"]["10.0"]["psnr_db"]
+    assert after > before + 2.0, (before, after)
+    assert part["train_images"] == 30 * 16 and doc["train_images"] == 60 * 16
+    assert doc["train_seconds"] > part["train_seconds"]
