@@ -10,7 +10,15 @@ from scipy.special import erfc
 
 pytest.importorskip("sionna.phy", reason="the baseline needs sionna-no-rt (extra 'baseline')")
 
-from hil.baseline import CODECS, MCS_TABLE, DigitalCodec, best_fit, mcs_by_key, parse_scheme, scheme_id
+from hil.baseline import (
+    CODECS,
+    MCS_TABLE,
+    DigitalCodec,
+    best_fit,
+    mcs_by_key,
+    parse_scheme,
+    scheme_id,
+)
 from hil.baseline.evaluate import adaptive, bound_curve, cliff_snr, digital_curves, max_drop_per_db
 from hil.baseline.source import decode, to_uint8
 from hil.channel import profile
