@@ -8,10 +8,27 @@ PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Debian packages: libiio for pyadi-iio and its tools; the photograph corpus's packages
+# (hil/assets/corpus/manifest.json lists them)
+CORPUS_DEBS := $(shell $(PYTHON) -c 'import json; print(" ".join(json.load(open("hil/assets/corpus/manifest.json"))["apt_packages"]))')
+DEBS := libiio0 libiio-utils $(CORPUS_DEBS)
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test lint setup clean debs
 
-$(STAMP): pyproject.toml
+# installs the Debian packages when root; otherwise stops at once naming what to install
+debs:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages: $$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || \
+	      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }; \
+	  else \
+	    echo "missing Debian packages: $$missing"; echo "install them with: sudo apt-get install $$missing"; exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml | debs
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
 	$(PY) -m pip install -q -e ".[test,pluto,baseline]"

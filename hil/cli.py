@@ -83,6 +83,29 @@ def _app(name):
     return run
 
 
+def _corpus(args) -> int:
+    from collections import Counter
+
+    from .jscc import corpus as C
+
+    m = C.load_manifest()
+    sources = C.CI_SOURCES if args.ci else None
+    photos = [p for p in m.photos if sources is None or p.source in sources]
+    by = Counter((p.source, p.split) for p in photos)
+    print(f"{len(photos)} photographs (manifest {C.MANIFEST}, {m.digest[:16]})")
+    print(f"{'source':<32} {'train':>5} {'test':>5} {'whole':>5}  licence")
+    for src in sorted({p.source for p in photos}):
+        lic = ", ".join(m.sources[src].get("licence", []))
+        print(
+            f"{src:<32} {by[src, 'train']:>5} {by[src, 'test']:>5} {by[src, 'whole']:>5}  {lic}"
+        )
+    if not args.ci:
+        print(f"Debian packages: {' '.join(m.apt_packages)}")
+    out = C.build(m, sources, progress=not args.quiet)
+    print(f"verified (SHA-256) and cached under {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hil", description="Deep JSCC hardware-in-the-loop")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -107,10 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--grad-mode", choices=["complex", "detach", "real"], help="override train.grad_mode"
     )
     d.add_argument(
-        "--dataset", help="override train.dataset: builtin | cifar10:<dir> | folder:<dir>"
+        "--dataset", help="override train.dataset: builtin | corpus | corpus-ci | cifar10:<dir> | folder:<dir>",
     )
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_train)
+
+    d = sub.add_parser(
+        "corpus", help="list, verify and cache the photograph corpus (hil/assets/corpus)"
+    )
+    d.add_argument(
+        "--ci", action="store_true", help="only the scikit-image photographs (no Debian package)"
+    )
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.set_defaults(func=_corpus)
 
     d = sub.add_parser(
         "export", help="copy a checkpoint without optimiser/RNG state (for shipping)"
