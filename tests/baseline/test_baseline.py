@@ -8,7 +8,9 @@ import pytest
 import torch
 from scipy.special import erfc
 
-pytest.importorskip("sionna.phy", reason="the baseline needs sionna-no-rt (extra 'baseline')")
+from tests import needs
+
+needs.module("sionna.phy", "pip install -e '.[baseline]'")
 
 from hil.baseline import (
     CODECS,

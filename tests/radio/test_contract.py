@@ -10,6 +10,7 @@ from hil.radio import RadioConfig, RadioError, SimConfig
 from hil.radio.pluto import PlutoRadio
 from hil.radio.sim import SimRadio
 from hil.twin import PlutoTwin
+from tests import needs
 
 from .fake_pluto import FakePluto
 
@@ -25,7 +26,9 @@ def _frame(seq=1):
     return x, h
 
 
-@pytest.fixture(params=["sim", "pluto-fake", "pluto-twin", "pluto-hw"])
+@pytest.fixture(
+    params=["sim", "pluto-fake", "pluto-twin", pytest.param("pluto-hw", marks=pytest.mark.hardware)]
+)
 def make_radio(request):
     made, twins = [], []
 
@@ -51,14 +54,12 @@ def make_radio(request):
         elif (
             request.param == "pluto-twin"
         ):  # pyadi-iio and libiio, unmodified, over TCP to the twin
-            pytest.importorskip("adi", reason="the twin variant needs pyadi-iio (extra 'pluto')")
+            needs.module("adi", "pip install -e '.[pluto]'")
             twin = PlutoTwin(RadioConfig(sim=SIM), port=0, paced=True).start()
             twins.append(twin)
             r = PlutoRadio(RadioConfig(backend="pluto", uri=twin.uri, **base))
         else:
-            uri = request.config.getoption("--pluto-uri")
-            if not uri:
-                pytest.skip("hardware test: pass --pluto-uri to run it on a real Pluto")
+            uri = request.config.getoption("--pluto-uri")  # the hardware mark skips without one
             r = PlutoRadio(RadioConfig(backend="pluto", uri=uri, loopback=1, **base))
         made.append(r)
         return r

@@ -7,6 +7,7 @@ import pytest
 
 from hil.radio import RadioConfig, RadioError, SimConfig
 from hil.radio.pluto import PlutoRadio, open_pluto
+from tests import needs
 
 from .fake_pluto import FakePluto
 
@@ -114,7 +115,7 @@ def test_missing_pyadi_is_explained(monkeypatch):
 
 
 def test_wrong_uri_through_real_libiio():
-    pytest.importorskip("adi")
+    needs.module("adi", "pip install -e '.[pluto]'")
     with pytest.raises(RadioError, match="no Pluto at"):
         open_pluto("ip:127.0.0.1:9")  # nothing listens on the discard port
 
