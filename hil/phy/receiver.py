@@ -30,6 +30,8 @@ class FrameEvent:
         status: "ok" or "header_error".
         frame_start: absolute sample index of the frame start in the stream.
         cfo_hz: total CFO estimate (coarse + fine + residual).
+        detector_cfo_hz: the stream detector's part of it (coarse from the short
+            training field + fine from the long one), before the receive path's residual.
         sc_metric, lts_metric: detection metrics (0..1).
         header: decoded header (ok only).
         error: why the header failed (header_error only).
@@ -42,6 +44,7 @@ class FrameEvent:
     status: str
     frame_start: int
     cfo_hz: float
+    detector_cfo_hz: float
     sc_metric: float
     lts_metric: float
     header: Header | None = None
@@ -277,6 +280,7 @@ class FrameReceiver:
             status=status,
             frame_start=det.frame_start,
             cfo_hz=(det.cfo_norm + row["cfo_norm"]) * fs,
+            detector_cfo_hz=det.cfo_norm * fs,
             sc_metric=det.sc_metric,
             lts_metric=det.lts_metric,
             header=header,
