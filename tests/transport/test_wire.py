@@ -22,7 +22,7 @@ from hil.transport import (
     recv_json,
     send_json,
 )
-from hil.transport.wire import HEADER_SIZE, MAX_SAMPLES
+from hil.transport.wire import HEADER_SIZE, KNOWN_FLAGS, MAX_SAMPLES
 
 
 def _x(n=100, seed=0):
@@ -191,3 +191,54 @@ def test_finite_check_exact():
         y = x.copy()
         y[500] = complex(0, bad)
         assert not all_finite(y)
+
+
+def _flip(b: bytes, i: int, x: int) -> bytes:
+    return b[:i] + bytes([b[i] ^ x]) + b[i + 1 :]
+
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.parametrize("x", [0x01, 0x20, 0x80, 0xFF])
+def test_any_one_byte_of_the_magic_changed_is_refused(i, x):
+    f = _good()
+    with pytest.raises(WireError, match="magic"):
+        decode([_flip(f[0], i, x), f[1]])
+
+
+@pytest.mark.parametrize(
+    ("offset", "match"),
+    [(4, "version"), (40, "payload is|absurd"), (41, "payload is|absurd"), (43, "absurd")],
+)
+@pytest.mark.parametrize("x", [0x01, 0x80])
+def test_one_byte_changed_in_a_checked_field_is_refused(offset, match, x):
+    """Version (byte 4) and the sample count (bytes 40-43): any change is caught."""
+    f = _good()
+    with pytest.raises(WireError, match=match):
+        decode([_flip(f[0], offset, x), f[1]])
+
+
+@pytest.mark.parametrize("bit", [0x80])
+def test_unknown_flag_bits_are_refused(bit):
+    f = _good()
+    with pytest.raises(WireError, match="unknown flag"):
+        decode([f[0][:5] + bytes([f[0][5] | bit]) + f[0][6:], f[1]])
+
+
+def test_message_built_valid_is_accepted_and_round_trips():
+    """The oracle the other direction: every valid combination of fields is accepted and comes
+    back identical (flags: every subset of the known bits)."""
+    rng = np.random.default_rng(5)
+    for flags in range(KNOWN_FLAGS + 1):
+        if flags & ~KNOWN_FLAGS:
+            continue
+        h = SampleHeader(
+            stream_id=int(rng.integers(0, 65536)), seq=int(rng.integers(0, 2**63)),
+            sample_offset=int(rng.integers(0, 2**63)), sample_rate_hz=float(rng.uniform(0, 6e7)),
+            center_freq_hz=float(rng.uniform(-6e9, 6e9)), flags=flags,
+        )  # fmt: skip
+        x = _x(int(rng.integers(0, 50)))
+        m = decode([bytes(b) for b in encode(h, x)])
+        assert m.header.flags == flags and m.header.seq == h.seq
+        assert m.header.stream_id == h.stream_id and m.header.sample_offset == h.sample_offset
+        assert m.header.sample_rate_hz == h.sample_rate_hz and m.header.center_freq_hz == h.center_freq_hz
+        np.testing.assert_array_equal(m.samples, x)
