@@ -59,3 +59,37 @@ def test_pending_state_stays_within_the_window():
     assert max(sizes[1000:]) <= 3 * (2 * 32 + 1)
     assert acc.seen(4990) and acc.seen(4800)  # recent settled seqs still recognised as duplicates
     assert acc.settle()["counts"]["decoded"] == 5000
+
+
+@pytest.mark.parametrize(("keep", "window"), [(10**6, 10**6), (50, 16)])
+def test_each_category_counted_exactly_when_the_truth_is_known(keep, window):
+    """Every other frame decoded; between them, in turn, one refused, one cut by a sample drop,
+    one whose header failed, one never detected: each isolated between two known frames, so
+    the true category of every seq is known and the counts must match it exactly."""
+    acc = Accounting(keep=keep, window=window)
+    truth, pos = {}, 0
+    cycle = ("refused", "cut", "header_failed", "missed")
+    for seq in range(4000):
+        acc.sent[seq] = seq
+        pos += 1500
+        kind = "decoded" if seq % 2 == 0 else cycle[(seq // 2) % 4]
+        truth[seq] = kind
+        if kind == "decoded":
+            acc.positions[seq] = pos
+            acc.decoded.add(seq)
+        elif kind == "refused":
+            acc.positions[seq] = pos
+            acc.refused.add(seq)
+        elif kind == "cut":
+            acc.positions[seq] = pos
+            acc.cut[seq] = pos
+        elif kind == "header_failed":
+            acc.header_failed(pos)
+        acc.compact()
+    s = acc.settle()
+    c = s["counts"]
+    assert c["decoded"] == 2000
+    for k in cycle:
+        assert c[k] == 500, (k, c)
+    assert c["sent"] == 4000 and c["balanced"]
+    assert all(truth[int(k)] == v for k, v in s["status"].items()), "a seq in the wrong category"
