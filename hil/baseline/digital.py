@@ -125,7 +125,9 @@ class DigitalCodec:
         self.demapper = Demapper("app", ctype, mcs.bits)
         self.scramble = np.random.default_rng(0x5C3A).integers(0, 2, self.k).astype(np.float32)
 
-    def _bits(self, payload: bytes) -> np.ndarray:
+    def framed_bits(self, payload: bytes) -> np.ndarray:
+        """Payload -> the frame's information bits [k] float32 0/1: length (u16), payload,
+        CRC-32, zero padding, scrambled."""
         if len(payload) > self.capacity:
             raise ValueError(
                 f"{len(payload)} bytes exceed the {self.capacity}-byte budget of {self.mcs.name}"
@@ -138,7 +140,7 @@ class DigitalCodec:
 
     def encode(self, payloads: list[bytes]) -> torch.Tensor:
         """[B] byte strings -> [B, n_symbols] complex64 symbols (unit average energy)."""
-        u = torch.from_numpy(np.stack([self._bits(p) for p in payloads]))
+        u = torch.from_numpy(np.stack([self.framed_bits(p) for p in payloads]))
         out, a = [], 0
         for k, n in self.segments:
             enc, _ = self._codes[(k, n)]
@@ -163,18 +165,19 @@ class DigitalCodec:
             a += n
             s += ns
         u = torch.cat(bits, dim=1).numpy()
-        u = np.abs(u - self.scramble[None]).round().astype(np.uint8)
-        out = []
-        for row in u:
-            raw = np.packbits(row).tobytes()
-            (length,) = struct.unpack(">H", raw[:2])
-            if length > self.capacity:
-                out.append(None)
-                continue
-            data = raw[2 : 2 + length]
-            (crc,) = struct.unpack(">I", raw[2 + length : 6 + length])
-            out.append(data if zlib.crc32(data) == crc else None)
-        return out
+        return [self.unframe(row) for row in u]
+
+    def unframe(self, bits: np.ndarray) -> bytes | None:
+        """The decoded information bits of one frame, [k] 0/1 (still scrambled), -> the payload,
+        or None where the length is impossible or the CRC-32 does not match."""
+        row = np.abs(np.asarray(bits, np.float32) - self.scramble).round().astype(np.uint8)
+        raw = np.packbits(row).tobytes()
+        (length,) = struct.unpack(">H", raw[:2])
+        if length > self.capacity:
+            return None
+        data = raw[2 : 2 + length]
+        (crc,) = struct.unpack(">I", raw[2 + length : 6 + length])
+        return data if zlib.crc32(data) == crc else None
 
 
 def codec_name(codec: int) -> str:

@@ -190,3 +190,18 @@ def test_each_codec_round_trips_within_budget(codec, tiles):
         errs.append(float(np.mean((out - ref) ** 2)))
     assert errs[1] < errs[0]
     assert fit(img8, codec, 40) is None
+
+
+@pytest.mark.parametrize("where", ["payload", "crc"])
+def test_a_flipped_bit_with_a_valid_length_is_an_erasure(where):
+    """The CRC-32 alone must catch it: the length field is left intact, so the length check
+    cannot; every position of the payload (or the CRC) is tried."""
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key("16QAM-1/2")], 512)
+    payload = bytes(range(40))
+    bits = codec.framed_bits(payload)
+    assert codec.unframe(bits) == payload
+    span = range(16, 16 + 8 * len(payload)) if where == "payload" else range(16 + 320, 16 + 352)
+    for i in span:
+        b = bits.copy()
+        b[i] = 1 - b[i]
+        assert codec.unframe(b) is None, i
