@@ -97,3 +97,23 @@ def test_truncated_and_corrupt_refused(ckpt):
 def test_missing_files(tmp_path):
     with pytest.raises(CheckpointError, match="not found"):
         load_checkpoint(tmp_path / "nothing")
+
+
+def test_weights_tampered_under_an_intact_json_refused(ckpt):
+    """One weight changed by the smallest float step, JSON left as it was: the fingerprint,
+    recomputed from config and weights on load, no longer matches."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    stem, _ = ckpt
+    w = stem.with_suffix(".safetensors")
+    tensors = load_file(str(w))
+    with safe_open(str(w), "pt") as fh:
+        meta = fh.metadata()
+    name = next(k for k in tensors if k.startswith("model.") and tensors[k].is_floating_point())
+    t = tensors[name].clone()
+    t.view(-1)[0] = torch.nextafter(t.view(-1)[0], torch.tensor(float("inf")))
+    tensors[name] = t
+    save_file(tensors, str(w), metadata=meta)
+    with pytest.raises(CheckpointError, match="fingerprint mismatch"):
+        load_checkpoint(stem)

@@ -171,3 +171,15 @@ def test_hard_inversion_fast_path(rng):
         bad = coded.copy()
         bad[i] ^= 1
         assert invert_hard(bad) is None
+
+
+def test_every_one_byte_corruption_of_the_header_is_refused():
+    """Any byte of the 35 (fields and CRC) replaced by any other value: refused, never parsed
+    into a different header."""
+    good = _hdr().pack()
+    for i in range(len(good)):
+        for v in range(256):
+            if v == good[i]:
+                continue
+            with pytest.raises(HeaderError):
+                Header.unpack(good[:i] + bytes([v]) + good[i + 1 :])
