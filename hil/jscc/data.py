@@ -124,8 +124,10 @@ def corpus(split: str, ci: bool = False) -> ImageSet:
     ``ci=True``: its scikit-image photographs only (no Debian package needed)."""
     from . import corpus as C
 
-    images, ids = C.load_split(split, C.CI_SOURCES if ci else None)
-    return ImageSet("corpus-ci" if ci else "corpus", split, images, ids)
+    m = C.load_manifest()
+    images, ids = C.load_split(split, C.CI_SOURCES if ci else None, m)
+    # the name records which manifest: a checkpoint's JSON says what it was trained on
+    return ImageSet(f"{'corpus-ci' if ci else 'corpus'}@{m.digest[:16]}", split, images, ids)
 
 
 def open_dataset(spec: str, split: str) -> ImageSet:

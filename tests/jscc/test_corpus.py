@@ -17,7 +17,7 @@ def manifest():
 
 def test_manifest_is_consistent_and_large_enough(manifest):
     photos = manifest.photos
-    assert len(photos) >= 80
+    assert len(photos) >= 100
     counts = {s: len(manifest.select(s)) for s in C.SPLITS}
     assert counts["train"] >= 50 and counts["test"] >= 12 and counts["whole"] >= 12, counts
     for p in photos:
