@@ -58,6 +58,7 @@ def run_module(key: str, keep: Path | None) -> dict:
         "\n[tool.mutmut]\n"
         'source_paths = ["hil"]\n'
         f'only_mutate = ["{target}"]\n'
+        'also_copy = ["scripts", "firmware_configs"]\n'
         f"pytest_add_cli_args_test_selection = {tests!r}\n"
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "--timeout=120"]\n'
     ).replace("'", '"')
