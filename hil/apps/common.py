@@ -8,8 +8,12 @@ import sys
 import threading
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if (
+    TYPE_CHECKING
+):  # the radio process never imports torch: seconds of start-up CPU beside a live stream
+    import torch
 
 DEFAULT_CHECKPOINT = "jscc_k6"
 

@@ -123,6 +123,7 @@ def run_link(a) -> tuple[int, dict, Path]:
         "--repeat",
         a.repeat,
     )
+    tx_cmd += ["--start-file", str(out / "rx.ready")]
     if a.pace:
         tx_cmd.append("--pace")
     if a.gap is not None:
@@ -136,18 +137,15 @@ def run_link(a) -> tuple[int, dict, Path]:
     procs = {}
     t0 = time.monotonic()
     rc = 0
+    (out / "rx.ready").unlink(missing_ok=True)  # a stale one would start tx at once
     try:
         procs["radio"] = subprocess.Popen(
             radio_cmd, stdout=logs["radio"], stderr=subprocess.STDOUT, env=env
         )
         procs["rx"] = subprocess.Popen(rx_cmd, stdout=logs["rx"], stderr=subprocess.STDOUT, env=env)
-        # a real-time radio drops what nobody reads: transmit once the receiver takes samples
-        ready = out / "rx.ready"
-        ready.unlink(missing_ok=True)
-        while not ready.exists() and time.monotonic() < t0 + 120:
-            if any(procs[n].poll() is not None for n in ("radio", "rx")):
-                break
-            time.sleep(0.05)
+        # a real-time radio drops what nobody reads: the transmitter loads and encodes now,
+        # beside the others' start-up (not beside the live stream), and sends once the
+        # receiver takes samples
         procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
         deadline = t0 + a.timeout
         # wait for tx and rx; if any process dies with an error, stop the others at once

@@ -133,10 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     tx_done = False
     linger_s = a.linger
     if cfg.backend == "pluto":  # samples handed to the driver still sit in its kernel buffers:
-        # TX (4, pyadi's default), then RX (kernel_buffers) before a read returns them
+        # TX (4, pyadi's default), then RX (kernel_buffers) before a read returns them; a
+        # reader that fell behind reads the full kernel buffers before the overflow gap, so
+        # it can be up to twice that late
         linger_s = max(
             linger_s,
-            (4 * cfg.tx_buffer_size + cfg.kernel_buffers * cfg.rx_buffer_size) / cfg.sample_rate_hz
+            (4 * cfg.tx_buffer_size + 2 * cfg.kernel_buffers * cfg.rx_buffer_size)
+            / cfg.sample_rate_hz
             + 0.1,
         )
     linger_left = int(linger_s * cfg.sample_rate_hz)

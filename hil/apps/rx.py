@@ -279,6 +279,20 @@ class Decoder:
         self.chunks: dict[tuple[int, int], dict] = {}
         self.codecs: dict[tuple[int, int], object] = {}  # (MCS index, symbols) -> DigitalCodec
 
+    def warm_up(self, shape: tuple[int, int, int]) -> None:
+        """One decode and one score of a dummy image: the first call of each costs far more
+        than the rest (allocations, kernel choice), which a live stream must not wait for."""
+        k = self.model.cfg.n_symbols(shape)
+        with torch.inference_mode():
+            img = self.model.decoder(
+                torch.zeros(1, k, dtype=torch.complex64),
+                torch.tensor([10.0]),
+                shape,
+                torch.ones(1, k),
+            ).clamp(0, 1)
+            psnr(img, img.flip(-1))
+            ssim(img, img.flip(-1))
+
     def decode_digital(self, e: FrameEvent) -> tuple[torch.Tensor, bool]:
         """A separation-baseline frame -> (image, payload intact). A CRC failure or an
         undecodable bitstream shows mid-grey, as the fast path scores it."""
@@ -427,6 +441,7 @@ def _main(a) -> int:
         my_fp = bytes.fromhex(doc["fingerprint"])
     else:
         dec = Decoder(ckpt, a.dataset, a.crop, a.count)
+        dec.warm_up((3, a.crop, a.crop))
         phy, my_fp = dec.phy, dec.fingerprint
     fr = FrameReceiver(phy)
     fr_base = None  # device sample index of the FrameReceiver's sample 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -62,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="jscc, or a digital baseline MCS (JPEG/WebP + 5G LDPC + QAM in the same payload "
         "symbols), e.g. 16QAM-3/4; see hil.baseline.MCS_TABLE",
     )
+    p.add_argument(
+        "--start-file",
+        help="load, encode and connect first, then send once this file exists (hil link: the "
+        "receiver's ready file, so the model's start-up does not compete with a live stream)",
+    )
+    p.add_argument(
+        "--start-timeout", type=float, default=120.0, help="give up waiting for --start-file (s)"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -108,6 +117,15 @@ def digital_items(key: str, x: torch.Tensor, jscc: list[np.ndarray], log):
     return out, schemes
 
 
+def _wait_for(path: Path, timeout_s: float, stop) -> bool:
+    end = time.monotonic() + timeout_s
+    while not path.exists():
+        if stop or time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     log = setup_logging("tx", a.verbose)
@@ -136,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     sender = SampleSender(sock, stream_id=1, sample_rate_hz=a.sample_rate)
     shape = (3, a.crop, a.crop)
     seq = a.first_seq
+    if a.start_file and not _wait_for(Path(a.start_file), a.start_timeout, stop):
+        log.error("%s did not appear within %.0f s; nothing sent", a.start_file, a.start_timeout)
+        sock.close(linger=0)
+        if ctrl is not None:
+            ctrl.close(linger=0)
+        ctx.term()
+        return 130 if stop else 3
     t0 = time.monotonic()
     airtime = 0.0
     sent = 0

@@ -222,6 +222,9 @@ def load_split(
     images, ids = [], []
     for ph in photos:
         for tag in json.loads((out / f"{ph.id}.done").read_text()):
-            images.append(torch.from_numpy(np.load(out / f"{ph.id}.{tag}.npy")))
+            a = np.load(out / f"{ph.id}.{tag}.npy", allow_pickle=False)
+            if a.dtype != np.uint8 or a.ndim != 3 or a.shape[0] != 3:
+                raise CorpusError(f"corrupt cache entry {out / f'{ph.id}.{tag}.npy'}: delete {out}")
+            images.append(torch.from_numpy(a))
             ids.append(f"{ph.id}@{tag}")
     return images, ids

@@ -92,7 +92,7 @@ class PlutoRadio(Radio):
         # zeros between frames keep the DAC fed; off for injected devices whose tx() does not block
         self.idle_fill = device is None
         self._counter = 0
-        self._last_rx: float | None = None
+        self._rx_captured: float | None = None
         self.overflows = 0
         self.configure(cfg)
         _OPEN.add(self)
@@ -145,7 +145,7 @@ class PlutoRadio(Radio):
         """Read and discard the kernel buffers that hold samples from before the configuration."""
         for _ in range(self.cfg.kernel_buffers):
             self.sdr.rx()
-        self._last_rx = time.monotonic()
+        self._rx_captured = time.monotonic()
 
     # ---------------------------------------------------------------------- TX
     def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
@@ -314,15 +314,27 @@ class PlutoRadio(Radio):
         now = time.monotonic()
         flags, lost = 0, 0
         dur = want / self.cfg.sample_rate_hz
-        if self._last_rx is not None:
-            # kernel buffers absorb a late read of up to kernel_buffers buffers; beyond that, samples were lost
-            gap = now - self._last_rx - dur * self.cfg.kernel_buffers
+        if self._rx_captured is not None:
+            # where the reader is in device time: _rx_captured is when the last sample it read was
+            # captured. A read that returns before this block could have been captured waited
+            # for it: the reader is caught up. Otherwise it is behind by now - captured; the
+            # kernel buffers absorb up to kernel_buffers buffers of that, beyond which the DMA
+            # had nowhere to write. A reader slightly slower than real time on every read falls
+            # behind that far too, with no single late read: the lag is cumulative.
+            captured = self._rx_captured + dur
+            late = now - captured
+            gap = late - dur * self.cfg.kernel_buffers
             if gap > 0.5 * dur:
                 lost = int(gap * self.cfg.sample_rate_hz)
                 flags |= OVERFLOW
                 self.overflows += 1
                 log.warning("RX late by %.1f ms: about %d samples lost (overflow)", gap * 1e3, lost)
-        self._last_rx = now
+                # the DMA wrote again once this read freed a buffer: the ones still queued are
+                # old, then the data is from now
+                captured = now - dur * (self.cfg.kernel_buffers - 1)
+            self._rx_captured = min(captured, now)
+        else:
+            self._rx_captured = now
         raw = np.asarray(raw)
         if raw.ndim != 1 or len(raw) != want:
             raise RadioError(f"Pluto returned {raw.shape} samples, expected [{want}]")

@@ -257,9 +257,10 @@ class SimEngine:
             inc = self.rng.standard_normal(n) * math.sqrt(
                 2 * math.pi * s.phase_noise_hz / self.cfg.sample_rate_hz
             )
-            ph = self._pn_phase + np.cumsum(inc)
-            self._pn_phase = float(ph[-1])
-            ph32 = np.fmod(ph, 2 * np.pi).astype(np.float32)
+            ph = np.cumsum(inc)
+            ph += self._pn_phase  # kept in [0, 2 pi): float32 holds this walk to ~1e-6 rad
+            self._pn_phase = float(ph[-1]) % (2 * np.pi)
+            ph32 = ph.astype(np.float32)
             rot = np.empty(n, np.complex64)
             rot.real, rot.imag = np.cos(ph32), np.sin(ph32)
             sig *= rot
@@ -270,7 +271,10 @@ class SimEngine:
         v += sig
         v *= np.float32(g * ADC_FS)
         if self.k2 != 0:
-            v = (self.k1 * v + self.k2 * np.conj(v)).astype(np.complex64)
+            w = np.conj(v)
+            w *= np.complex64(self.k2)
+            v *= np.complex64(self.k1)
+            v += w
         if self.dc:
             v += np.complex64(self.dc)
         self._agc(v)

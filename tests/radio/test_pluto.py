@@ -92,13 +92,45 @@ def test_overflow_heuristic(monkeypatch):
     r = PlutoRadio(_cfg(sample_rate_hz=4e6), device=fake)
     t = [100.0]
     monkeypatch.setattr("hil.radio.pluto.time.monotonic", lambda: t[0])
-    r._last_rx = 100.0
+    r._rx_captured = 100.0
     t[0] += 4096 / 4e6  # on time
     assert r.rx().flags == 0
     t[0] += 0.1  # 100 ms late: far more than 4 kernel buffers of 1 ms
     b = r.rx()
     assert b.flags & 0x01 and b.lost > 300_000
     assert b.counter == 4096 + b.lost
+
+
+def test_overflow_from_a_reader_a_little_slow_on_every_read(monkeypatch):
+    """No single read is late by the kernel buffers, but a reader that takes 1.25 buffers' time
+    per buffer falls behind by a quarter buffer each read: after the 4 kernel buffers' worth
+    (16 reads), the DMA has nowhere to write. A reader at real time (reads that wait for the
+    data) never overflows."""
+    fake = FakePluto()
+    r = PlutoRadio(_cfg(sample_rate_hz=4e6), device=fake)
+    dur = 4096 / 4e6
+    t = [100.0]
+    monkeypatch.setattr("hil.radio.pluto.time.monotonic", lambda: t[0])
+    r._rx_captured = 100.0
+    for _ in range(200):
+        t[0] += dur
+        assert r.rx().flags == 0
+    late = []
+    for i in range(40):
+        t[0] += 1.25 * dur
+        b = r.rx()
+        if b.flags & 0x01:
+            late.append((i, b.lost))
+    assert late and 15 <= late[0][0] <= 20, late
+    # each overflow loses what the reader fell behind beyond the kernel buffers, not the backlog
+    assert all(lost < 2 * 4096 for _, lost in late)
+    # and once the reader is on time again, the buffers drain and nothing more is lost
+    for _ in range(8):
+        t[0] += 0.5 * dur  # reads return at once while old buffers are queued
+        assert r.rx().flags == 0
+    for _ in range(50):
+        t[0] += dur
+        assert r.rx().flags == 0
 
 
 def test_missing_pyadi_is_explained(monkeypatch):
