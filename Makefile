@@ -9,9 +9,9 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Debian packages: libiio for pyadi-iio and its tools; the photograph corpus's packages
-# (hil/assets/corpus/manifest.json lists them)
+# (hil/assets/corpus/manifest.json lists them); headless Chromium for the dashboard's browser test
 CORPUS_DEBS := $(shell $(PYTHON) -c 'import json; print(" ".join(json.load(open("hil/assets/corpus/manifest.json"))["apt_packages"]))')
-DEBS := libiio0 libiio-utils $(CORPUS_DEBS)
+DEBS := libiio0 libiio-utils chromium chromium-driver $(CORPUS_DEBS)
 
 .PHONY: demo test lint setup clean debs
 

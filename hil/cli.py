@@ -96,9 +96,7 @@ def _corpus(args) -> int:
     print(f"{'source':<32} {'train':>5} {'test':>5} {'whole':>5}  licence")
     for src in sorted({p.source for p in photos}):
         lic = ", ".join(m.sources[src].get("licence", []))
-        print(
-            f"{src:<32} {by[src, 'train']:>5} {by[src, 'test']:>5} {by[src, 'whole']:>5}  {lic}"
-        )
+        print(f"{src:<32} {by[src, 'train']:>5} {by[src, 'test']:>5} {by[src, 'whole']:>5}  {lic}")
     if not args.ci:
         print(f"Debian packages: {' '.join(m.apt_packages)}")
     out = C.build(m, sources, progress=not args.quiet)
@@ -130,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--grad-mode", choices=["complex", "detach", "real"], help="override train.grad_mode"
     )
     d.add_argument(
-        "--dataset", help="override train.dataset: builtin | corpus | corpus-ci | cifar10:<dir> | folder:<dir>",
+        "--dataset",
+        help="override train.dataset: builtin | corpus | corpus-ci | cifar10:<dir> | folder:<dir>",
     )
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_train)
@@ -159,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("record", "capture a radio's RX stream into a SigMF recording"),
         ("replay", "play a SigMF recording into the link where a radio would"),
         ("twin", "serve a simulated Pluto over the libiio network protocol (ip:127.0.0.1:30431)"),
+        ("dashboard", "serve the live view of a link's telemetry (http://127.0.0.1:8750/)"),
     ):
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-APPS = ("tx", "radio", "rx", "link", "record", "replay", "twin")
+APPS = ("tx", "radio", "rx", "link", "record", "replay", "twin", "dashboard")
 
 
 def main(argv: list[str] | None = None) -> int:

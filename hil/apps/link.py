@@ -57,6 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--record", help="also record the RX stream as SigMF <stem>, with ground-truth annotations"
     )
+    p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="serve the live view (hil dashboard) of the link on loopback; its URL is printed",
+    )
+    p.add_argument("--dashboard-port", type=int, default=8750, help="0 picks a free port")
+    p.add_argument(
+        "--dashboard-hold",
+        type=float,
+        default=0.0,
+        help="keep the dashboard up this many seconds after the link ends",
+    )
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -64,6 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd(*args) -> list[str]:
     return [sys.executable, "-m", "hil.cli", *map(str, args)]
+
+
+def _announce(url_file: Path, proc, log) -> None:
+    """Wait (briefly) for the dashboard to serve, then print where."""
+    end = time.monotonic() + 30
+    while not url_file.exists() and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    if url_file.exists():
+        print(f"dashboard at {url_file.read_text().strip()}", file=sys.stderr, flush=True)
+    else:
+        log.error("the dashboard did not start (log: %s)", url_file.with_name("dashboard.log"))
 
 
 def run_link(a) -> tuple[int, dict, Path]:
@@ -111,6 +134,14 @@ def run_link(a) -> tuple[int, dict, Path]:
         "--ready-file",
         out / "rx.ready",
     )
+    if a.dashboard:
+        ep_view = free_tcp_endpoint()
+        rx_cmd += ["--telemetry", ep_view]
+        dash_cmd = _cmd(
+            "dashboard",
+            *("--telemetry", ep_view, "--telemetry", ep_tel),
+            *("--port", a.dashboard_port, "--url-file", out / "dashboard.url"),
+        )
     if a.record:
         ep_truth = free_tcp_endpoint()
         rx_cmd += ["--record", str(a.record), "--truth", ep_truth]
@@ -133,12 +164,19 @@ def run_link(a) -> tuple[int, dict, Path]:
     env = dict(
         os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")
     )
-    logs = {n: open(out / f"{n}.log", "w") for n in ("radio", "rx", "tx")}
+    names = ("radio", "rx", "tx", "dashboard") if a.dashboard else ("radio", "rx", "tx")
+    logs = {n: open(out / f"{n}.log", "w") for n in names}
     procs = {}
     t0 = time.monotonic()
     rc = 0
     (out / "rx.ready").unlink(missing_ok=True)  # a stale one would start tx at once
     try:
+        if a.dashboard:
+            (out / "dashboard.url").unlink(missing_ok=True)
+            procs["dashboard"] = subprocess.Popen(
+                dash_cmd, stdout=logs["dashboard"], stderr=subprocess.STDOUT, env=env
+            )
+            _announce(out / "dashboard.url", procs["dashboard"], log)
         procs["radio"] = subprocess.Popen(
             radio_cmd, stdout=logs["radio"], stderr=subprocess.STDOUT, env=env
         )
@@ -167,10 +205,13 @@ def run_link(a) -> tuple[int, dict, Path]:
             code = procs[name].poll()
             if code not in (None, 0):
                 rc = rc or 1
+        if a.dashboard and a.dashboard_hold > 0 and procs["dashboard"].poll() is None:
+            log.info("holding the dashboard for %.0f s", a.dashboard_hold)
+            time.sleep(a.dashboard_hold)
     except KeyboardInterrupt:
         rc = 130
     finally:
-        for name in ("tx", "rx", "radio"):
+        for name in ("tx", "rx", "radio", "dashboard"):
             p = procs.get(name)
             if p is not None and p.poll() is None:
                 p.send_signal(signal.SIGTERM)

@@ -104,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="torch CPU threads (1: leaves cores to the radio, and results do not depend on the machine)",
     )
+    p.add_argument(
+        "--telemetry",
+        help="endpoint to bind a PUB socket on for the live view (hil dashboard); never blocks",
+    )
+    p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="also serve the live view (hil dashboard) of this receiver, on loopback",
+    )
+    p.add_argument("--dashboard-port", type=int, default=8750)
+    p.add_argument(
+        "--radio-telemetry", help="with --dashboard: the radio process's telemetry endpoint too"
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -136,6 +149,7 @@ class Accounting:
     unexpected: int = 0  # decoded frames whose seq the transmitter did not report
     duplicates: int = 0
     cut_unknown: int = 0  # frames cut by a drop before their header was decoded
+    on_missed: object = None  # called with each seq settled as missed (the live view)
     floor: tuple = (-1, -1)  # (stream position, seq): everything up to it is settled
     totals: dict = field(default_factory=dict)
     status_kept: dict = field(default_factory=dict)
@@ -176,9 +190,23 @@ class Accounting:
                 self.attributed += fails
         return status
 
+    def live(self) -> dict:
+        """Counts so far: the settled ones plus what is known of the frames not yet settled
+        (``pending``: sent, with no outcome yet); sent = the five outcomes + pending."""
+        c = {k: self.totals.get(k, 0) for k in self.NAMES}
+        c["decoded"] += len(self.decoded & self.sent.keys())
+        c["refused"] += len(self.refused & self.sent.keys())
+        c["cut"] += len(self.cut.keys() & self.sent.keys() - self.decoded)
+        c["sent"] = self.totals.get("sent", 0) + len(self.sent)
+        c["pending"] = c["sent"] - sum(c[k] for k in self.NAMES)
+        c["header_failures_seen"] = self.failures_seen
+        return c
+
     def _record(self, status: dict) -> None:
         for s in sorted(status):
             v = status[s]
+            if v == "missed" and self.on_missed is not None:
+                self.on_missed(s)
             self.totals[v] = self.totals.get(v, 0) + 1
             self.totals["sent"] = self.totals.get("sent", 0) + 1
             if v != "decoded" and len(self.status_kept) < 2 * self.keep:
@@ -249,8 +277,11 @@ class Records:
         self.not_kept = 0
         self.n = {"decoded": 0, "scored": 0}
         self.sums = {"psnr_db": 0.0, "ssim": 0.0, "snr_db": 0.0, "cfo_hz": 0.0}
+        self.on_add = None  # called with each record (the live view)
 
     def add(self, rec: dict) -> None:
+        if self.on_add is not None:
+            self.on_add(rec)
         if rec.get("status") == "decoded":
             self.n["decoded"] += 1
             self.sums["snr_db"] += rec["snr_db"]
@@ -450,6 +481,7 @@ def _main(a) -> int:
     ctrl = make_socket(ctx, zmq.PULL, a.control, bind=True) if a.control else None
     truth_sock = make_socket(ctx, zmq.PULL, a.truth, bind=True) if a.truth else None
     acc = Accounting(keep=a.keep_frames)
+    tap, dash = _live_view(a, log)
     pos_base = (
         0  # stream samples before the FrameReceiver's sample 0: a position that never goes back
     )
@@ -478,6 +510,24 @@ def _main(a) -> int:
         img_dir.mkdir(parents=True, exist_ok=True)
     constellation: list[np.ndarray] = []
     records = Records(a.keep_frames)
+    if tap is not None:
+        records.on_add = tap.frame
+        acc.on_missed = lambda seq: tap.frame({"status": "missed", "seq": seq})
+
+    def receiver_stats() -> dict:
+        return {
+            "detections": n_detections[0],
+            "rejected": fr.stats.rejected,
+            "nonfinite": fr.stats.nonfinite,
+            "resyncs": resyncs,
+            "lost_samples": lost_samples,
+        }
+
+    meta = {
+        "fingerprint": my_fp.hex(),
+        "source": a.recording or a.radio,
+        "decoder": dec is not None,
+    }
     resyncs = 0
     lost_samples = 0
     next_offset = None
@@ -613,6 +663,9 @@ def _main(a) -> int:
             for e in evs:
                 acc.decoded.add(e.header.seq)
             records.add(rec)
+            if tap is not None:
+                ok_ref = h.item_id < len(dec.refs) and dec.refs[h.item_id].shape == img.shape
+                tap.decoded(first, img, dec.refs[h.item_id] if ok_ref else None)
             if metrics:
                 metrics.write(json.dumps(rec) + "\n")
             if img_dir is not None and saved[0] < a.save_images_max:
@@ -679,6 +732,9 @@ def _main(a) -> int:
             if len(samples):
                 handle(fr.push(samples))
                 acc.compact()
+                if tap is not None:
+                    tap.samples(samples)
+                    tap.status(acc.live(), src.stats_dict(), receiver_stats(), meta)
                 if a.ready_file and first_data is not None:
                     Path(a.ready_file).touch()
                     a.ready_file = None
@@ -746,13 +802,7 @@ def _main(a) -> int:
         + [r for r in records.items if r.get("status") == "header_failed"],
         "per_frame_not_kept": records.not_kept,
         "stream": src.stats_dict(),
-        "receiver": {
-            "detections": n_detections[0],
-            "rejected": fr.stats.rejected,
-            "nonfinite": fr.stats.nonfinite,
-            "resyncs": resyncs,
-            "lost_samples": lost_samples,
-        },
+        "receiver": receiver_stats(),
         "fingerprint": my_fp.hex(),
         "transmitter_done": acc.done,
         "end_of_stream": eos,
@@ -770,6 +820,14 @@ def _main(a) -> int:
         )
     if a.summary:
         Path(a.summary).write_text(json.dumps(summary, indent=1))
+    if tap is not None:
+        tap.status(summary["counts"], summary["stream"], summary["receiver"], meta, force=True)
+        tap.summary(summary)
+        tap.close()
+    if dash is not None:
+        time.sleep(1.0)  # the page gets the summary
+        dash.terminate()
+        dash.wait(10)
     c = settled["counts"]
     log.info(
         "sent %d: decoded %d, header-failed %d, refused %d, cut by drops %d, missed %d; mean PSNR %s dB",
@@ -783,6 +841,30 @@ def _main(a) -> int:
     )
     stopped_on_limit = a.max_seconds is not None or a.max_frames is not None
     return 0 if (eos or acc.done or stopped_on_limit) else 1
+
+
+def _live_view(a, log):
+    """The telemetry tap (--telemetry), and with --dashboard a dashboard process reading it."""
+    if a.dashboard and not a.telemetry:
+        from ..transport.sockets import free_tcp_endpoint
+
+        a.telemetry = free_tcp_endpoint()
+    if not a.telemetry:
+        return None, None
+    from ..dashboard.tap import RxTap
+
+    tap = RxTap(a.telemetry)
+    dash = None
+    if a.dashboard:
+        import subprocess
+        import sys
+
+        cmd = [sys.executable, "-m", "hil.cli", "dashboard", "--telemetry", a.telemetry]
+        if a.radio_telemetry:
+            cmd += ["--telemetry", a.radio_telemetry]
+        dash = subprocess.Popen([*cmd, "--port", str(a.dashboard_port)])
+        log.info("dashboard at http://127.0.0.1:%d/", a.dashboard_port)
+    return tap, dash
 
 
 def _annotate(writer, detections: list[dict], manifest: dict, truths: dict) -> None:

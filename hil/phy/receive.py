@@ -47,6 +47,8 @@ class RxResult:
         evm_pilots: [B] RMS EVM of the tracked pilots (linear, 1 = 0 dB).
         symbol_gain: [B, k] post-equalisation SNR of each payload symbol (linear).
         header_llr: [B, header_symbols * n_data] LLRs of the header bits.
+        pilots: [B, S * P] the pilots after tracking and ZF (ideally +-1), for a constellation
+            display; None where a stand-in (the surrogate) has none.
     """
 
     symbols: Tensor
@@ -57,6 +59,7 @@ class RxResult:
     evm_pilots: Tensor
     symbol_gain: Tensor
     header_llr: Tensor
+    pilots: Tensor | None = None
 
 
 def _abs2(x: Tensor) -> Tensor:
@@ -232,4 +235,5 @@ class OfdmReceiver(nn.Module):
             evm_pilots=evm,
             symbol_gain=gain,
             header_llr=llr.reshape(b, -1),
+            pilots=(pz * pv[None]).reshape(b, -1),
         )

@@ -39,6 +39,7 @@ class FrameEvent:
         symbol_gain: [k] float32 post-equalisation SNR per symbol (linear).
         h: [N] complex64 channel estimate per FFT bin.
         snr_db: Es/N0 estimate; evm_pilots: RMS pilot EVM (linear).
+        pilots: equalised pilots, sign-corrected to +1 (ideally all 1 + 0j), for displays.
     """
 
     status: str
@@ -54,6 +55,7 @@ class FrameEvent:
     h: np.ndarray | None = None
     snr_db: float | None = None
     evm_pilots: float | None = None
+    pilots: np.ndarray | None = None
 
 
 @dataclass
@@ -288,6 +290,7 @@ class FrameReceiver:
             h=row["h"],
             snr_db=row["snr_db"],
             evm_pilots=row["evm_pilots"],
+            pilots=row["pilots"],
             symbols=row["symbols"] if status == "ok" else None,
             symbol_gain=row["symbol_gain"] if status == "ok" else None,
         )
@@ -302,6 +305,7 @@ def _row(res: RxResult, i: int) -> dict:
         "evm_pilots": float(res.evm_pilots[i]),
         "symbols": to_numpy(res.symbols[i]),
         "symbol_gain": to_numpy_real(res.symbol_gain[i]),
+        "pilots": None if res.pilots is None else to_numpy(res.pilots[i]),
     }
 
 
