@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Link figures: HIL gap vs the ideal differentiable channel, processing vs airtime,
-transport throughput vs raw pyzmq.
+transport throughput vs raw pyzmq, the dashboard's cost (none, served, a page reading, a
+page stalled).
 
 Usage:
-    python scripts/bench_link.py                 # all three (a few minutes)
-    python scripts/bench_link.py --only gap,speed,transport --count 64
+    python scripts/bench_link.py                 # all four (several minutes)
+    python scripts/bench_link.py --only gap,speed,transport,dashboard --count 64
 """
 
 from __future__ import annotations
@@ -170,11 +171,108 @@ def transport(n_msgs: int = 2000, size: int = 65536):
     )
 
 
+def _link_with_page(args: list[str], page: str | None) -> dict:
+    """hil link with --dashboard; ``page``: None (no page open), "reading" (a client that
+    takes every push) or "stalled" (a WebSocket opened and never read)."""
+    import asyncio
+    import socket
+
+    with tempfile.TemporaryDirectory() as d:
+        extra = ["--dashboard", "--dashboard-port", "0"] if page is not False else []
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hil.cli", "link", "--json", "--out", d, *args, *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        url_file = Path(d) / "dashboard.url"
+        stop = threading.Event()
+        got = [0]
+        if page:
+            end = time.monotonic() + 60
+            while not url_file.exists() and time.monotonic() < end and proc.poll() is None:
+                time.sleep(0.02)
+            url = url_file.read_text().strip().rstrip("/")
+            host, port = url.removeprefix("http://").split(":")
+            if page == "stalled":
+                s = socket.create_connection((host, int(port)))
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.sendall(
+                    b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                )
+            else:
+
+                async def read():
+                    import aiohttp
+
+                    async with aiohttp.ClientSession() as cs, cs.ws_connect(url + "/ws") as ws:
+                        while not stop.is_set():
+                            try:
+                                m = await asyncio.wait_for(ws.receive(), 0.5)
+                            except TimeoutError:
+                                continue
+                            if m.type != aiohttp.WSMsgType.TEXT:
+                                break  # the dashboard closed at the end of the link
+                            got[0] += 1
+
+                th = threading.Thread(target=lambda: asyncio.run(read()), daemon=True)
+                th.start()
+        out, err = proc.communicate(timeout=1800)
+        stop.set()
+        if page == "stalled":
+            s.close()
+        if proc.returncode != 0:
+            raise RuntimeError(f"hil link failed: {err[-2000:]}")
+        doc = json.loads(out)
+        doc["page_messages"] = got[0]
+        return doc
+
+
+def _decode_rate(s: dict) -> float:
+    t = sorted(r["time"] for r in s["per_frame"] if r.get("status") == "decoded")
+    return (len(t) - 1) / max(t[-1] - t[0], 1e-9)
+
+
+def dashboard(count: int, rounds: int = 3):
+    print(
+        f"\n## The dashboard's cost ({count} images, free-running sim, {rounds} rounds, median)\n"
+    )
+    print("| dashboard | images/s | vs none | samples lost | decoded | pushes read by the page |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    modes = (
+        ("none", False),
+        ("served, no page", None),
+        ("page reading", "reading"),
+        ("page stalled", "stalled"),
+    )
+    args = ["--profile", str(ROOT / "firmware_configs/sim_clean.toml"), "--count", str(count)]
+    res: dict[str, list] = {m: [] for m, _ in modes}
+    for _ in range(rounds):  # interleaved, so drift on a shared machine hits every mode alike
+        for m, page in modes:
+            res[m].append(_link_with_page(args, page))
+    base = None
+    for m, _ in modes:
+        rates = sorted(_decode_rate(s) for s in res[m])
+        rate = rates[len(rates) // 2]
+        base = base or rate
+        lost = sum(s["receiver"]["lost_samples"] + s["stream"]["drop_flags"] for s in res[m])
+        dec = sum(s["counts"]["decoded"] for s in res[m])
+        sent = sum(s["counts"]["sent"] for s in res[m])
+        pushes = sum(s["page_messages"] for s in res[m])
+        print(f"| {m} | {rate:.0f} | {rate / base:.3f} | {lost} | {dec}/{sent} | {pushes} |")
+    print(
+        "\nimages/s = decoded frames / wall time from the first to the last decoded frame"
+        " (start-up excluded); samples lost ="
+        " receiver gaps + radio drop flags, summed over the rounds."
+    )
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--only", default="gap,speed,transport")
+    p.add_argument("--only", default="gap,speed,transport,dashboard")
     p.add_argument("--count", type=int, default=64)
     a = p.parse_args(argv)
     only = set(a.only.split(","))
@@ -184,6 +282,8 @@ def main(argv=None):
         speed(max(a.count, 256))
     if "transport" in only:
         transport()
+    if "dashboard" in only:
+        dashboard(max(a.count, 256))
 
 
 if __name__ == "__main__":

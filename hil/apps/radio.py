@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def publish(blocked: bool = False) -> None:
         nonlocal last_tel
-        if tel is None or time.monotonic() - last_tel <= 1.0:
+        if tel is None or time.monotonic() - last_tel <= 0.2:
             return
         last_tel = time.monotonic()
         send_json(
@@ -168,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
                 "dropped_blocks": dropped_blocks,
                 "rx_blocked": blocked,
                 "rx_gain_db": getattr(radio, "rx_gain_db", cfg.rx_gain_db),
+                "rx_gain_mode": cfg.rx_gain_mode,
+                "tx_gain_db": cfg.tx_gain_db,
+                "backend": cfg.backend + (f" {cfg.uri}" if cfg.uri else ""),
+                "lo_hz": cfg.lo_hz,
+                "sample_rate_hz": cfg.sample_rate_hz,
+                "overflows": getattr(radio, "overflows", 0),
                 "tx_messages": tx_in.stats.messages,
                 "tx_malformed": tx_in.stats.malformed,
             },

@@ -734,7 +734,8 @@ def _main(a) -> int:
                 acc.compact()
                 if tap is not None:
                     tap.samples(samples)
-                    tap.status(acc.live(), src.stats_dict(), receiver_stats(), meta)
+                    if tap.status_due():
+                        tap.status(acc.live(), src.stats_dict(), receiver_stats(), meta)
                 if a.ready_file and first_data is not None:
                     Path(a.ready_file).touch()
                     a.ready_file = None
@@ -821,7 +822,7 @@ def _main(a) -> int:
     if a.summary:
         Path(a.summary).write_text(json.dumps(summary, indent=1))
     if tap is not None:
-        tap.status(summary["counts"], summary["stream"], summary["receiver"], meta, force=True)
+        tap.status(summary["counts"], summary["stream"], summary["receiver"], meta)
         tap.summary(summary)
         tap.close()
     if dash is not None:

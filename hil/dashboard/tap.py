@@ -131,8 +131,10 @@ class RxTap:
         self.tap.publish(TOPIC_RX, {"type": "frame", **{k: rec[k] for k in keep if k in rec}})
 
     def samples(self, x: np.ndarray) -> None:
-        self.spectrum.push(x)
+        """A chunk of the stream: one segment of it joins the spectrum, ten times a second
+        (a screen shows no more; the receiver pays for no more)."""
         if self._spec():
+            self.spectrum.push(x)
             db = self.spectrum.db()
             if db is not None:
                 self.tap.publish(TOPIC_RX, {"type": "spectrum", "db": db})
@@ -157,18 +159,21 @@ class RxTap:
             msg["tx"] = png_data_url(ref)
         self.tap.publish(TOPIC_RX, msg)
 
-    def status(self, counts: dict, stream: dict, receiver: dict, meta: dict, force=False) -> None:
-        if force or self._status():
-            self.tap.publish(
-                TOPIC_RX,
-                {
-                    "type": "status",
-                    "counts": counts,
-                    "stream": stream,
-                    "receiver": receiver,
-                    "meta": meta,
-                },
-            )
+    def status_due(self) -> bool:
+        """Time for a status message (call before building its arguments)."""
+        return self._status()
+
+    def status(self, counts: dict, stream: dict, receiver: dict, meta: dict) -> None:
+        self.tap.publish(
+            TOPIC_RX,
+            {
+                "type": "status",
+                "counts": counts,
+                "stream": stream,
+                "receiver": receiver,
+                "meta": meta,
+            },
+        )
 
     def summary(self, summary: dict) -> None:
         self.tap.publish(
