@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import hmac
-import ipaddress
 import json
 import logging
 import secrets
@@ -28,6 +27,7 @@ import zmq
 import zmq.asyncio
 from aiohttp import WSMsgType, web
 
+from ..transport.sockets import is_loopback_host
 from .tap import TOPIC_RADIO, TOPIC_RX
 
 log = logging.getLogger("hil.dashboard")
@@ -151,7 +151,7 @@ class Dashboard:
     ):
         if not endpoints:
             raise ValueError("the dashboard needs at least one telemetry endpoint")
-        loopback = _is_loopback(host)
+        loopback = is_loopback_host(host)
         if not loopback and not allow_remote:
             raise ValueError(
                 f"refusing to serve the dashboard on {host}: pass --allow-remote (a token is then "
@@ -278,12 +278,3 @@ class Dashboard:
             await stop.wait()
         finally:
             await self.stop()
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -37,7 +37,11 @@ def is_loopback(endpoint: str) -> bool:
         raise EndpointError(
             f"unsupported endpoint {endpoint!r}; use tcp://HOST:PORT, ipc:// or inproc://"
         )
-    host = (u.hostname or "").strip("[]")
+    return is_loopback_host((u.hostname or "").strip("[]"))
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for localhost and addresses in 127.0.0.0/8 or ::1."""
     if host == "localhost":
         return True
     try:
