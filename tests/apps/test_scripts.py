@@ -53,5 +53,20 @@ def test_ota_sweep_on_sim(tmp_path):
     # 10 dB more TX gain: the estimated SNR rises by nearly as much (the profile's phase noise,
     # IQ imbalance and DC cap the estimate a little at the top), and PSNR does not fall
     assert 7 < rows[1]["snr_est_db"] - rows[0]["snr_est_db"] < 12
-    assert rows[1]["psnr_db"] > rows[0]["psnr_db"]
+    # PSNR compared image by image on the images decoded at both gains: the means over eight frames
+    # move by half a dB from run to run (each frame sees its own noise and phase-noise draw), while
+    # the codec gains only about a dB from 4 to 14 dB here, so the means alone make a flaky test
+    low, high = (per_frame(tmp_path / f"jscc_txgain_{g}") for g in (-20, -10))
+    both = sorted(set(low) & set(high))
+    assert len(both) >= 4
+    gains = sorted(high[i] - low[i] for i in both)
+    assert gains[len(gains) // 2] > 0  # the median image gains
     assert (tmp_path / "psnr_vs_snr.png").exists()
+
+
+def per_frame(run: Path) -> dict[int, float]:
+    """item id -> PSNR from a link run's psnr_per_frame.csv"""
+    lines = (run / "psnr_per_frame.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    i_item, i_psnr = head.index("item_id"), head.index("psnr_db")
+    return {int(f[i_item]): float(f[i_psnr]) for f in (ln.split(",") for ln in lines[1:])}
