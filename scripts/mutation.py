@@ -37,7 +37,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "hil/transport/wire.py",
         ["tests/transport/test_wire.py", "tests/transport/test_properties.py"],
     ),
-    "accounting": ("hil/apps/rx.py", ["tests/apps/test_accounting.py"]),
+    "accounting": ("hil/apps/accounting.py", ["tests/apps/test_accounting.py"]),
     "checkpoint": ("hil/jscc/checkpoint.py", ["tests/jscc/test_checkpoint.py"]),
     "digital": ("hil/baseline/digital.py", ["tests/baseline/test_baseline.py"]),
     "sim-converters": ("hil/radio/sim.py", ["tests/radio/test_sim.py"]),

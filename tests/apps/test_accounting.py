@@ -4,7 +4,7 @@ with memory that does not grow with the run."""
 import numpy as np
 import pytest
 
-from hil.apps.rx import Accounting
+from hil.apps.accounting import Accounting
 
 
 def _run(acc: Accounting, n: int, seed: int) -> dict:

@@ -275,6 +275,7 @@ def test_replay_feeds_the_live_view_as_it_was_seen_live(recorded, tmp_path):
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.RECONNECT_IVL, 10)  # connects within 10 ms of the receiver binding
     done = threading.Event()
 
     def listen():
@@ -286,13 +287,27 @@ def test_replay_feeds_the_live_view_as_it_was_seen_live(recorded, tmp_path):
 
     lt = threading.Thread(target=listen)
     lt.start()
+    result = {}
+    args = [
+        "--radio",
+        ep,
+        "--count",
+        "12",
+        "--telemetry",
+        tel,
+        "--summary",
+        str(tmp_path / "s.json"),
+    ]
+    t_rx = threading.Thread(target=lambda: result.setdefault("rc", rx.main(args)))
+    t_rx.start()
+    # a PUB drops what it publishes before a subscriber is connected: the receiver binds its
+    # telemetry at start, the subscriber connects, and only then does the replay send samples
+    time.sleep(1.5)
     t = threading.Thread(target=replay.main, args=([str(d / "rec"), "--rx", ep],))
     t.start()
-    time.sleep(0.3)  # the subscriber connects once the receiver binds; a PUB drops before that
-    rc = rx.main(
-        ["--radio", ep, "--count", "12", "--telemetry", tel, "--summary", str(tmp_path / "s.json")]
-    )
     t.join(60)
+    t_rx.join(60)
+    rc = result.get("rc")
     done.set()
     lt.join(10)
     sub.close(0)
