@@ -69,7 +69,7 @@ def _keys(args) -> int:
 
 
 def _eval(args) -> int:
-    from .jscc.evaluate import run_eval
+    from .apps.evaluate import run_eval
 
     return run_eval(args)
 

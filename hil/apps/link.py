@@ -22,8 +22,6 @@ import numpy as np
 from ..transport import free_tcp_endpoint
 from .common import items, resolve_checkpoint, setup_logging
 
-FIRMWARE = Path(__file__).resolve().parents[2] / "firmware_configs"
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hil link", description=__doc__)
@@ -32,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--uri", help="Pluto URI, e.g. ip:192.168.2.1 (or the twin's ip:127.0.0.1:PORT)")
     p.add_argument(
-        "--profile", help="TOML profile (default: firmware_configs/sim_two_pluto.toml for sim)"
+        "--profile",
+        help="TOML profile: a path, or a shipped profile by name (default: sim_two_pluto for sim)",
     )
     p.add_argument("--snr", type=float, default=None, help="sim: Es/N0 during frames, dB")
     p.add_argument("--tx-gain", type=float, default=None, help="override the profile's tx_gain_db")
@@ -93,7 +92,11 @@ def run_link(a) -> tuple[int, dict, Path]:
     log = setup_logging("link", a.verbose)
     out = Path(a.out or f"runs/link-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
-    profile = a.profile or (str(FIRMWARE / "sim_two_pluto.toml") if a.radio == "sim" else None)
+    profile = a.profile or ("sim_two_pluto" if a.radio == "sim" else None)
+    if profile:
+        from ..radio.config import resolve_profile
+
+        profile = str(resolve_profile(profile))  # a clear error here, not in a child process
     ep_tx, ep_rx, ep_ctrl, ep_tel = (free_tcp_endpoint() for _ in range(4))
     ckpt = str(resolve_checkpoint(a.checkpoint))
     radio_cmd = _cmd("radio", "--tx", ep_tx, "--rx", ep_rx, "--telemetry", ep_tel)

@@ -22,10 +22,28 @@ import time
 
 import zmq
 
-from ..radio import RadioConfig, RadioError, load_profile, open_radio
+from ..radio import BlockFlag, RadioConfig, RadioError, load_profile, open_radio
 from ..radio.config import ConfigError
-from ..transport import CYCLIC, DROP, EOS, SampleReceiver, SampleSender, make_socket, send_json
+from ..transport import (
+    CYCLIC,
+    DROP,
+    EOS,
+    OVERFLOW,
+    SampleReceiver,
+    SampleSender,
+    make_socket,
+    send_json,
+)
 from .common import StopFlag, add_curve_args, curve_server, setup_logging
+
+
+def wire_flags(block_flags: int) -> int:
+    """A radio block's ``BlockFlag``s -> the wire's flags (OVERFLOW, DROP)."""
+    unknown = int(block_flags) & ~int(BlockFlag.OVERFLOW | BlockFlag.LOST)
+    if unknown:
+        raise ValueError(f"unknown radio block flags 0x{unknown:x}")
+    out = OVERFLOW if block_flags & BlockFlag.OVERFLOW else 0
+    return out | (DROP if block_flags & BlockFlag.LOST else 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             # RX
             blk = radio.rx()
             device_samples = blk.counter + len(blk.samples)
-            flags = blk.flags | pending_flags
+            flags = wire_flags(blk.flags) | pending_flags
             if is_sim:
                 while not out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0.5):
                     publish(blocked=True)  # the receiver is slow: the simulation waits for it

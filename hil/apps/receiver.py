@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..baseline import receive as _digital_decoders  # noqa: F401 (registers the digital schemes)
 from ..jscc.decoders import Decoded, Decoders, scheme_name
 from ..jscc.metrics import psnr, ssim
 from ..phy import FrameEvent, FrameReceiver, OfdmConfig

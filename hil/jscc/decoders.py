@@ -3,8 +3,9 @@
 The receiver does not know how any scheme turns symbols into pixels. Each codec
 registers a decoder for the scheme bytes it owns: this module registers the
 JSCC (scheme 0, with chunk reassembly for images larger than one frame); the
-separation baseline registers its JPEG/WebP/AVIF/HEIF + LDPC schemes from
-``hil.baseline.receive`` (the baseline depends on ``jscc``, never the reverse).
+separation baseline registers its JPEG/WebP/AVIF/HEIF + LDPC schemes when
+``hil.baseline.receive`` is imported (the baseline depends on ``jscc``, never the
+reverse; the receiver process imports it).
 
 ``Decoders`` routes a batch of frames to the decoder of each frame's scheme,
 building each decoder on first use, and gives back finished images::
@@ -16,7 +17,6 @@ building each decoder on first use, and gives back finished images::
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -54,9 +54,6 @@ class _Entry:
 
 
 _REGISTRY: list[_Entry] = []
-# modules that register decoders when imported (a codec downstream of jscc registers itself)
-_PROVIDERS = ("hil.baseline.receive",)
-_loaded = False
 
 
 def register(name: str, accepts: Callable[[int], bool], factory: Callable[..., SchemeDecoder]):
@@ -67,19 +64,10 @@ def register(name: str, accepts: Callable[[int], bool], factory: Callable[..., S
     _REGISTRY.append(_Entry(name, accepts, factory))
 
 
-def _load_providers() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for mod in _PROVIDERS:
-            importlib.import_module(mod)
-
-
 def scheme_name(scheme: int) -> str | None:
     """The registered decoder that owns a scheme byte, or None: a frame nobody can decode."""
     if not 0 <= scheme <= 255:
         raise ValueError(f"a scheme is one byte, got {scheme}")
-    _load_providers()
     for e in _REGISTRY:
         if e.accepts(scheme):
             return e.name

@@ -5,7 +5,7 @@ from .frame import FrameBuilder, clip_amplitude, to_full_scale
 from .header import Header, HeaderError, decode_header_llr, encode_header_bits, header_symbols
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult
-from .receiver import FrameEvent, FrameReceiver, ReceiverStats
+from .stream import FrameEvent, FrameReceiver, ReceiverStats
 from .sync import Detection, StreamSync
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Radio backends behind one interface: ``sim`` (simulated Pluto) and ``pluto`` (pyadi-iio)."""
 
-from .base import Radio, RadioError, RxBlock
+from .base import BlockFlag, Radio, RadioError, RxBlock
 from .config import ConfigError, RadioConfig, SimConfig, load_profile
 
 
@@ -16,6 +16,7 @@ def open_radio(cfg: RadioConfig) -> Radio:
 
 
 __all__ = [
+    "BlockFlag",
     "ConfigError",
     "Radio",
     "RadioConfig",

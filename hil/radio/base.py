@@ -7,6 +7,7 @@ each backend owns the scaling to and from its device units.
 from __future__ import annotations
 
 import abc
+import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,14 @@ class RadioError(RuntimeError):
     """A radio that cannot do what was asked, with the reason and the fix."""
 
 
+class BlockFlag(enum.IntFlag):
+    """What a backend says about one RX block. The radio's own flags: the radio process maps
+    them to the wire's (``hil.transport``), so the radio layer never imports the transport."""
+
+    OVERFLOW = 0x1  # the device overran: samples were lost in the hardware or the kernel buffers
+    LOST = 0x2  # samples are missing before this block (the counter jumps); with OVERFLOW or alone
+
+
 @dataclass
 class RxBlock:
     """What one ``rx()`` returns.
@@ -26,7 +35,7 @@ class RxBlock:
         samples: [n] complex64, full scale 1.0.
         counter: device sample index of samples[0]; lost samples advance it,
             so a jump larger than the previous block's length is a gap.
-        flags: transport flags (``hil.transport.OVERFLOW``, ``DROP``) for this block.
+        flags: ``BlockFlag``s for this block (0: nothing to say).
         lost: samples known or estimated lost just before this block.
     """
 

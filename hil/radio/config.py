@@ -222,9 +222,40 @@ class RadioConfig:
         return RadioConfig(**d)
 
 
+def profiles_dir() -> Path:
+    """Where the shipped profiles are: inside an installed package (``hil.profiles``, built
+    from ``firmware_configs/``), or ``firmware_configs/`` of a source checkout."""
+    from importlib.util import find_spec
+
+    spec = find_spec("hil.profiles")  # a namespace package: data files only
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(__file__).resolve().parents[2] / "firmware_configs"
+
+
+def shipped_profiles() -> list[str]:
+    """Names of the shipped profiles (``sim_two_pluto``, ...)."""
+    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+
+
+def resolve_profile(spec: str | Path) -> Path:
+    """A profile path, or the name of a shipped profile (``sim_two_pluto``) -> its path."""
+    p = Path(spec)
+    if p.exists():
+        return p
+    if p.parent == Path(".") or p.parent.name == "firmware_configs":
+        shipped = profiles_dir() / f"{p.stem}.toml"
+        if shipped.is_file():
+            return shipped
+    raise ConfigError(
+        f"no profile {spec}: not a file, and the shipped ones are {shipped_profiles()}"
+    )
+
+
 def load_profile(path: str | Path) -> dict:
-    """Read a TOML profile: returns {'radio': RadioConfig, 'link': dict, 'name': str, 'doc': raw}."""
-    p = Path(path)
+    """Read a TOML profile (a path, or a shipped profile's name): returns {'radio': RadioConfig,
+    'link': dict, 'name': str, 'doc': raw}."""
+    p = resolve_profile(path)
     try:
         with open(p, "rb") as fh:
             doc = tomllib.load(fh)

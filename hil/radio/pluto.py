@@ -32,8 +32,7 @@ import weakref
 
 import numpy as np
 
-from ..transport.wire import OVERFLOW
-from .base import Radio, RadioError, RxBlock, check_tx_samples
+from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
 from .config import RadioConfig
 
 log = logging.getLogger("hil.radio.pluto")
@@ -326,7 +325,7 @@ class PlutoRadio(Radio):
             gap = late - dur * self.cfg.kernel_buffers
             if gap > 0.5 * dur:
                 lost = int(gap * self.cfg.sample_rate_hz)
-                flags |= OVERFLOW
+                flags |= BlockFlag.OVERFLOW | BlockFlag.LOST
                 self.overflows += 1
                 log.warning("RX late by %.1f ms: about %d samples lost (overflow)", gap * 1e3, lost)
                 # the DMA wrote again once this read freed a buffer: the ones still queued are

@@ -25,8 +25,7 @@ import torch
 
 from ..channel import ChannelChain
 from ..convert import to_numpy, to_torch
-from ..transport.wire import DROP, OVERFLOW
-from .base import Radio, RadioError, RxBlock, check_tx_samples
+from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
 from .config import RX_GAIN, RadioConfig
 
 ADC_FS = 2048.0
@@ -239,7 +238,7 @@ class SimEngine:
             lost = self.pending_drop
             self.rx_count += lost
             self.pending_drop = 0
-            flags |= OVERFLOW | DROP
+            flags |= BlockFlag.OVERFLOW | BlockFlag.LOST
         a = self.rx_count
         if s.paced:
             due = self.t0 + (a + n) / self.cfg.sample_rate_hz

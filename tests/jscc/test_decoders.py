@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import hil.baseline.receive  # noqa: F401 (registers the digital schemes, as the receiver does)
 from hil.baseline.digital import is_digital_scheme, scheme_id
 from hil.jscc.decoders import Decoders, JsccDecoder, register, scheme_name
 from hil.phy import FrameEvent

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from ..channel import ChainConfig, load_chain, profile
-from .checkpoint import load_checkpoint
-from .data import fixed_tiles, open_dataset
-from .train import evaluate, pick_device
+from ..jscc.checkpoint import load_checkpoint
+from ..jscc.data import fixed_tiles, open_dataset
+from ..jscc.train import evaluate, pick_device
 
 
 def resolve_channel(spec: str | None, doc: dict) -> tuple[str, list[dict]]:
