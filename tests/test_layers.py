@@ -15,7 +15,7 @@ LAYER = {
     "demos": 2,
     "jscc": 3,
     "baseline": 4,
-    "record": 5,
+    "record": 7,  # reads the Pluto facts of radio
     "transport": 5,
     "radio": 6,
     "twin": 7,

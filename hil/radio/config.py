@@ -19,16 +19,21 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-LO_MIN, LO_MAX = 325e6, 3.8e9
-LO_MIN_AD9364, LO_MAX_AD9364 = 70e6, 6.0e9
-RATE_NATIVE_MIN, RATE_MAX = 2_083_334.0, 61.44e6
-RATE_FIR_MIN = 520_834.0
-RATE_FPGA_DEC_MIN = 65_105.0
-RX_BW = (200e3, 56e6)
-TX_BW = (200e3, 40e6)
-RX_GAIN = (-3.0, 71.0)
-TX_GAIN = (-89.75, 0.0)
-GAIN_MODES = ("manual", "slow_attack", "fast_attack", "hybrid")
+from .ad9363 import (
+    GAIN_MODES,
+    LO_MAX_AD9364_HZ,
+    LO_MAX_HZ,
+    LO_MIN_AD9364_HZ,
+    LO_MIN_HZ,
+    RATE_FIR_MIN_HZ,
+    RATE_MAX_HZ,
+    RATE_NATIVE_MIN_HZ,
+    RX_BW_HZ,
+    RX_GAIN_DB,
+    TX_BW_HZ,
+    TX_GAIN_DB,
+    TX_GAIN_STEP_DB,
+)
 
 
 class ConfigError(ValueError):
@@ -127,7 +132,9 @@ class RadioConfig:
                 "radio.uri is required for the pluto backend (e.g. 'ip:192.168.2.1' or 'usb:1.2.5'); "
                 "without one libiio scans every bus"
             )
-        lo_min, lo_max = (LO_MIN_AD9364, LO_MAX_AD9364) if self.ad9364_mode else (LO_MIN, LO_MAX)
+        lo_min, lo_max = (
+            (LO_MIN_AD9364_HZ, LO_MAX_AD9364_HZ) if self.ad9364_mode else (LO_MIN_HZ, LO_MAX_HZ)
+        )
         if not lo_min <= self.lo_hz <= lo_max:
             hint = (
                 (
@@ -140,17 +147,17 @@ class RadioConfig:
             raise ConfigError(
                 f"radio.lo_hz={self.lo_hz:g} is outside {_mhz(lo_min)}-{_mhz(lo_max)}{hint}"
             )
-        lo_rate = RATE_FIR_MIN if self.fir_enable else RATE_NATIVE_MIN
-        if not lo_rate <= self.sample_rate_hz <= RATE_MAX:
+        lo_rate = RATE_FIR_MIN_HZ if self.fir_enable else RATE_NATIVE_MIN_HZ
+        if not lo_rate <= self.sample_rate_hz <= RATE_MAX_HZ:
             hint = (
                 "; rates down to ~521 kSps need the decimating FIR (fir_enable = true, load a .ftr file)"
-                if not self.fir_enable and self.sample_rate_hz >= RATE_FIR_MIN
+                if not self.fir_enable and self.sample_rate_hz >= RATE_FIR_MIN_HZ
                 else ""
             )
             raise ConfigError(
-                f"radio.sample_rate_hz={self.sample_rate_hz:g} is outside {lo_rate / 1e6:.3f}-{RATE_MAX / 1e6:g} MSps{hint}"
+                f"radio.sample_rate_hz={self.sample_rate_hz:g} is outside {lo_rate / 1e6:.3f}-{RATE_MAX_HZ / 1e6:g} MSps{hint}"
             )
-        for name, (lo, hi) in (("rx_rf_bandwidth_hz", RX_BW), ("tx_rf_bandwidth_hz", TX_BW)):
+        for name, (lo, hi) in (("rx_rf_bandwidth_hz", RX_BW_HZ), ("tx_rf_bandwidth_hz", TX_BW_HZ)):
             v = getattr(self, name)
             if v is not None and not lo <= v <= hi:
                 raise ConfigError(f"radio.{name}={v:g} is outside {_mhz(lo)}-{_mhz(hi)}")
@@ -161,17 +168,20 @@ class RadioConfig:
                 )
         if self.rx_gain_mode not in GAIN_MODES:
             raise ConfigError(f"radio.rx_gain_mode={self.rx_gain_mode!r}: one of {GAIN_MODES}")
-        if not RX_GAIN[0] <= self.rx_gain_db <= RX_GAIN[1]:
+        if not RX_GAIN_DB[0] <= self.rx_gain_db <= RX_GAIN_DB[1]:
             raise ConfigError(
-                f"radio.rx_gain_db={self.rx_gain_db} outside {RX_GAIN[0]:g}..{RX_GAIN[1]:g} dB"
+                f"radio.rx_gain_db={self.rx_gain_db} outside {RX_GAIN_DB[0]:g}..{RX_GAIN_DB[1]:g} dB"
             )
-        if not TX_GAIN[0] <= self.tx_gain_db <= TX_GAIN[1]:
+        if not TX_GAIN_DB[0] <= self.tx_gain_db <= TX_GAIN_DB[1]:
             raise ConfigError(
-                f"radio.tx_gain_db={self.tx_gain_db} outside {TX_GAIN[0]:g}..{TX_GAIN[1]:g} dB "
+                f"radio.tx_gain_db={self.tx_gain_db} outside {TX_GAIN_DB[0]:g}..{TX_GAIN_DB[1]:g} dB "
                 "(it is an attenuation: 0 is maximum power)"
             )
-        if abs(self.tx_gain_db * 4 - round(self.tx_gain_db * 4)) > 1e-9:
-            raise ConfigError(f"radio.tx_gain_db={self.tx_gain_db} is not a multiple of 0.25 dB")
+        steps = self.tx_gain_db / TX_GAIN_STEP_DB
+        if abs(steps - round(steps)) > 1e-9:
+            raise ConfigError(
+                f"radio.tx_gain_db={self.tx_gain_db} is not a multiple of {TX_GAIN_STEP_DB} dB"
+            )
         for name in ("rx_buffer_size", "tx_buffer_size"):
             v = getattr(self, name)
             if not 1024 <= v <= 1 << 24:

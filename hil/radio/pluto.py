@@ -32,13 +32,14 @@ import weakref
 
 import numpy as np
 
+from .ad9363 import ADC_FULL_SCALE, DAC_DRIVE
 from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
 from .config import RadioConfig
 
 log = logging.getLogger("hil.radio.pluto")
 
-DRIVE = 2**14  # int16 code for full scale 1.0
-ADC_FS = 2048.0
+DRIVE = DAC_DRIVE  # int16 code for full scale 1.0
+ADC_FS = float(ADC_FULL_SCALE)
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
 

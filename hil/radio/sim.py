@@ -25,10 +25,11 @@ import torch
 
 from ..channel import ChannelChain
 from ..convert import to_numpy, to_torch
+from .ad9363 import ADC_FULL_SCALE, DAC_DISCARDED_BITS, DAC_DRIVE, RX_GAIN_DB
 from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
-from .config import RX_GAIN, RadioConfig
+from .config import RadioConfig
 
-ADC_FS = 2048.0
+ADC_FS = float(ADC_FULL_SCALE)
 REF_GAIN_DB = 40.0  # sim.noise_dbfs and the signal level are referred to this RX gain
 LATENCY = 2048  # samples between tx() and the burst reaching the antenna
 
@@ -85,9 +86,10 @@ class SimEngine:
     # -------------------------------------------------------------------- TX
     def dac(self, x: np.ndarray) -> np.ndarray:
         """Full-scale complex -> what the DAC emits: int16 at 2**14 drive, top 12 bits kept."""
-        i16 = np.clip(np.round(x.real * 2**14), -32768, 32767).astype(np.int32) >> 4 << 4
-        q16 = np.clip(np.round(x.imag * 2**14), -32768, 32767).astype(np.int32) >> 4 << 4
-        return (i16 + 1j * q16) / 2**14
+        d = DAC_DISCARDED_BITS
+        i16 = np.clip(np.round(x.real * DAC_DRIVE), -32768, 32767).astype(np.int32) >> d << d
+        q16 = np.clip(np.round(x.imag * DAC_DRIVE), -32768, 32767).astype(np.int32) >> d << d
+        return (i16 + 1j * q16) / DAC_DRIVE
 
     def _through_channel(self, x: np.ndarray, start: int) -> np.ndarray:
         """Full-scale TX samples -> complex128 at the RX antenna (before RX gain), incl. XO offset.
@@ -191,7 +193,7 @@ class SimEngine:
     def set_gain(self, gain_db: float) -> None:
         """Like the driver: ignored unless the gain mode is manual."""
         if self.cfg.rx_gain_mode == "manual":
-            self.gain_db = float(np.clip(gain_db, *RX_GAIN))
+            self.gain_db = float(np.clip(gain_db, *RX_GAIN_DB))
             self.manual_gain_db = self.gain_db
 
     def _signal(self, a: int, n: int) -> np.ndarray:
@@ -248,7 +250,11 @@ class SimEngine:
         sig = self._signal(a, n)
         if self.loopback == 1 or not self.enabled:
             self.rx_count += n
-            codes = sig * (2**14 / 16) if self.enabled else np.zeros(n, np.complex128)
+            codes = (
+                sig * (DAC_DRIVE >> DAC_DISCARDED_BITS)
+                if self.enabled
+                else np.zeros(n, np.complex128)
+            )
             return RxBlock(self._adc(codes), counter=a, flags=flags, lost=lost)
         # single precision from here on: ADC codes need 12 bits, float32 carries 24
         sig = sig.astype(np.complex64)
@@ -287,13 +293,13 @@ class SimEngine:
         rms = math.sqrt(float(np.mean(np.abs(v) ** 2)) + 1e-12) / ADC_FS
         err = -12.0 - 20 * math.log10(max(rms, 1e-9))  # aim at -12 dBFS RMS
         step = err if mode == "fast_attack" else float(np.clip(err, -3.0, 1.0))
-        self.gain_db = float(np.clip(self.gain_db + step, *RX_GAIN))
+        self.gain_db = float(np.clip(self.gain_db + step, *RX_GAIN_DB))
 
     @staticmethod
     def _adc(v: np.ndarray) -> np.ndarray:
         """12-bit ADC: codes -2048..2047 with saturation -> full scale 1.0, complex64."""
         f = np.ascontiguousarray(v, np.complex64).view(np.float32)
-        out = np.clip(np.round(f), -2048, 2047)
+        out = np.clip(np.round(f), -ADC_FULL_SCALE, ADC_FULL_SCALE - 1)
         out *= np.float32(1 / ADC_FS)
         return out.view(np.complex64)
 

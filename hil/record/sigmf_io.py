@@ -29,6 +29,7 @@ import sigmf
 from sigmf import SigMFFile, sigmffile
 
 from .. import __version__
+from ..radio.ad9363 import ADC_FULL_SCALE
 
 EXTENSION = {"name": "hil", "version": "1.0.0", "optional": True}
 SUPPORTED = ("cf32_le", "ci16_le")
@@ -243,7 +244,9 @@ class SigMFReader:
         self._fh = open(self.data_path, "rb")
         hw = str(self.meta.get_global_field(sigmf.HW_KEY) or "")
         fs = self.meta.get_global_field("hil:full_scale")
-        self.scale = float(fs) if fs else (2048.0 if "pluto" in hw.lower() else 32768.0)
+        self.scale = (
+            float(fs) if fs else (float(ADC_FULL_SCALE) if "pluto" in hw.lower() else 32768.0)
+        )
         self.captures = [
             (
                 int(c.get(sigmf.SAMPLE_START_KEY, 0)),

@@ -20,12 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from xml.sax.saxutils import quoteattr
 
-from ..radio.config import LO_MAX, LO_MIN, RATE_MAX, RX_GAIN, TX_GAIN
+from ..radio.ad9363 import (
+    GAIN_MODES,
+    LO_MAX_HZ,
+    LO_MIN_HZ,
+    RATE_MAX_HZ,
+    RATE_NATIVE_MIN_HZ,
+    RX_BW_HZ,
+    RX_GAIN_DB,
+    TX_BW_HZ,
+    TX_GAIN_DB,
+    TX_GAIN_STEP_DB,
+)
 
-RATE_MIN_NATIVE = 2_083_333  # the AD9363's lowest rate without the FIR decimating
-RX_BW = (200_000, 56_000_000)
-TX_BW = (200_000, 40_000_000)
-GAIN_MODES = ("manual", "fast_attack", "slow_attack", "hybrid")
 ENSM_MODES = ("sleep", "wait", "alert", "fdd", "pinctrl", "pinctrl_fdd_indep")
 CALIB_MODES = ("auto", "manual", "manual_tx_quad", "tx_quad", "rf_dc_offs", "rssi_gain_step")
 RX_PORTS = ("A_BALANCED", "B_BALANCED", "C_BALANCED", "A_N", "A_P", "B_N", "B_P", "C_N", "C_P")
@@ -158,7 +165,7 @@ class PlutoState:
 
     @property
     def rate_min(self) -> int:
-        return RATE_MIN_NATIVE // self.fir_dec if self.fir_en else RATE_MIN_NATIVE
+        return RATE_NATIVE_MIN_HZ // self.fir_dec if self.fir_en else RATE_NATIVE_MIN_HZ
 
 
 def _rates(s: PlutoState, kind: str) -> str:
@@ -224,10 +231,10 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "frequency": Attr(
                 "frequency",
                 ro(lambda: getattr(s, key)),
-                setter(key, lambda t: _int(t, LO_MIN, LO_MAX)),
+                setter(key, lambda t: _int(t, LO_MIN_HZ, LO_MAX_HZ)),
             ),
             "frequency_available": Attr(
-                "frequency_available", lambda: f"[{int(LO_MIN)} 1 {int(LO_MAX)}]"
+                "frequency_available", lambda: f"[{int(LO_MIN_HZ)} 1 {int(LO_MAX_HZ)}]"
             ),
             "external": Attr("external", lambda: "0", lambda t: None),
             "fastlock_store": Attr("fastlock_store", lambda: "0", lambda t: None),
@@ -242,22 +249,22 @@ def build_pluto(s: PlutoState) -> list[Device]:
         return f"{round(g):d}.000000 dB"
 
     def rx_gain_write(text: str) -> None:
-        v = _fixpoint(text, *RX_GAIN)
+        v = _fixpoint(text, *RX_GAIN_DB)
         if s.gain_mode != "manual":
             return  # the driver keeps the AGC's gain
         s.rx_gain = float(round(v))
         s.changed("rx_gain")
 
     def tx_gain_write(text: str) -> None:
-        v = _fixpoint(text, *TX_GAIN)
-        s.tx_gain = round(v * 4) / 4  # 0.25 dB steps
+        v = _fixpoint(text, *TX_GAIN_DB)
+        s.tx_gain = round(v / TX_GAIN_STEP_DB) * TX_GAIN_STEP_DB
         s.changed("tx_gain")
 
     def rate_write(text: str) -> None:
         v = _int(text, 0, 2**32 - 1)
-        if not s.rate_min <= v <= int(RATE_MAX):
+        if not s.rate_min <= v <= int(RATE_MAX_HZ):
             raise IioError(
-                errno.EINVAL, f"sampling_frequency {v} outside [{s.rate_min}, {int(RATE_MAX)}]"
+                errno.EINVAL, f"sampling_frequency {v} outside [{s.rate_min}, {int(RATE_MAX_HZ)}]"
             )
         s.sample_rate = v
         s.changed("sample_rate")
@@ -269,7 +276,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
         v = _int(text, 0, 1)
         if v and not s.fir_text:
             raise IioError(errno.EINVAL, "no FIR loaded (write filter_fir_config first)")
-        if not v and s.sample_rate < RATE_MIN_NATIVE:
+        if not v and s.sample_rate < RATE_NATIVE_MIN_HZ:
             raise IioError(errno.EINVAL, "the sample rate needs the FIR: raise it before disabling")
         s.fir_en = bool(v)
         s.changed("fir")
@@ -279,17 +286,17 @@ def build_pluto(s: PlutoState) -> list[Device]:
     rx0.attrs = {
         "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
         "sampling_frequency_available": Attr(
-            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX)}]"
+            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX_HZ)}]"
         ),
         "rf_bandwidth": Attr(
-            "rf_bandwidth", ro(lambda: s.rx_bw), setter("rx_bw", lambda t: _int(t, *RX_BW))
+            "rf_bandwidth", ro(lambda: s.rx_bw), setter("rx_bw", lambda t: _int(t, *RX_BW_HZ))
         ),
         "rf_bandwidth_available": Attr(
-            "rf_bandwidth_available", lambda: f"[{RX_BW[0]} 1 {RX_BW[1]}]"
+            "rf_bandwidth_available", lambda: f"[{RX_BW_HZ[0]} 1 {RX_BW_HZ[1]}]"
         ),
         "hardwaregain": Attr("hardwaregain", rx_gain_read, rx_gain_write),
         "hardwaregain_available": Attr(
-            "hardwaregain_available", lambda: f"[{RX_GAIN[0]:g} 1 {RX_GAIN[1]:g}]"
+            "hardwaregain_available", lambda: f"[{RX_GAIN_DB[0]:g} 1 {RX_GAIN_DB[1]:g}]"
         ),
         "gain_control_mode": Attr(
             "gain_control_mode",
@@ -320,17 +327,18 @@ def build_pluto(s: PlutoState) -> list[Device]:
     tx0.attrs = {
         "hardwaregain": Attr("hardwaregain", lambda: f"{s.tx_gain:.6f} dB", tx_gain_write),
         "hardwaregain_available": Attr(
-            "hardwaregain_available", lambda: f"[{TX_GAIN[0]:.6f} 0.250000 {TX_GAIN[1]:.6f}]"
+            "hardwaregain_available",
+            lambda: f"[{TX_GAIN_DB[0]:.6f} {TX_GAIN_STEP_DB:.6f} {TX_GAIN_DB[1]:.6f}]",
         ),
         "rf_bandwidth": Attr(
-            "rf_bandwidth", ro(lambda: s.tx_bw), setter("tx_bw", lambda t: _int(t, *TX_BW))
+            "rf_bandwidth", ro(lambda: s.tx_bw), setter("tx_bw", lambda t: _int(t, *TX_BW_HZ))
         ),
         "rf_bandwidth_available": Attr(
-            "rf_bandwidth_available", lambda: f"[{TX_BW[0]} 1 {TX_BW[1]}]"
+            "rf_bandwidth_available", lambda: f"[{TX_BW_HZ[0]} 1 {TX_BW_HZ[1]}]"
         ),
         "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
         "sampling_frequency_available": Attr(
-            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX)}]"
+            "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX_HZ)}]"
         ),
         "rf_port_select": Attr(
             "rf_port_select", lambda: s.tx_port, setter("tx_port", lambda t: _choice(t, TX_PORTS))
@@ -580,7 +588,7 @@ def mask_channels(dev: Device, mask_hex: str) -> list[Channel]:
 
 
 def clamp_gain(g: float) -> float:
-    return float(min(max(g, RX_GAIN[0]), RX_GAIN[1]))
+    return float(min(max(g, RX_GAIN_DB[0]), RX_GAIN_DB[1]))
 
 
 def rssi_db(power_dbfs: float) -> float:

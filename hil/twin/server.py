@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..radio.ad9363 import ADC_FULL_SCALE, DAC_DRIVE, RATE_NATIVE_MIN_HZ
 from ..radio.config import RadioConfig
 from ..radio.sim import SimEngine
 from .model import (
@@ -152,7 +153,7 @@ class PlutoTwin:
             cfg = e.cfg.replace(
                 lo_hz=float(s.rx_lo),
                 sample_rate_hz=float(s.sample_rate),
-                fir_enable=s.fir_en or s.sample_rate < 2_083_334,
+                fir_enable=s.fir_en or s.sample_rate < RATE_NATIVE_MIN_HZ,
                 rx_gain_mode=s.gain_mode,
                 tx_gain_db=s.tx_gain,
                 rx_gain_db=clamp_gain(s.rx_gain),
@@ -218,13 +219,13 @@ class PlutoTwin:
         with self.lock:
             blk = self.engine.rx(n)
             self.lock.notify_all()
-        # float32 throughout: the samples are 12-bit codes / 2048, exact in single precision
+        # float32 throughout: the samples are 12-bit codes / ADC_FULL_SCALE, exact in single precision
         f = np.ascontiguousarray(blk.samples, np.complex64).view(np.float32).reshape(-1, 2)
         if len(f):
             flat = f.ravel()
             p = float(np.dot(flat, flat)) / len(f)
             self.last_power_dbfs = 10 * np.log10(p) if p > 0 else float("-inf")
-        iq = np.rint(f * np.float32(2048.0)).astype(np.int16)
+        iq = np.rint(f * np.float32(ADC_FULL_SCALE)).astype(np.int16)
         cols = [int(c.id[-1]) for c in buf.channels]
         self.stats["rx_samples"] += n
         return iq[:, cols]
@@ -253,7 +254,7 @@ class PlutoTwin:
         iq = np.zeros((len(data), 2))
         for k, c in enumerate(buf.channels):
             iq[:, int(c.id[-1])] = data[:, k]
-        x = (iq[:, 0] + 1j * iq[:, 1]) / 2**14
+        x = (iq[:, 0] + 1j * iq[:, 1]) / DAC_DRIVE
         limit = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
         with self.lock:
             self.stats["tx_samples"] += len(x)

@@ -1,0 +1,42 @@
+"""Facts of the ADALM-PLUTO and its AD9363 transceiver, in one place.
+
+The Pluto backend, the simulated radio, the libiio twin and SigMF I/O all read
+these; nothing else writes a device number down. Values as the stock Pluto
+firmware (v0.38) reports them through libiio (``sampling_frequency_available``,
+``hardwaregain_available``, ...) and as the AD9361 driver and the ADI HDL
+handle samples.
+
+Rates are integers in Hz, as the driver takes them: without the FIR filter the
+AD9363 runs down to 25 MHz / 12 = 2 083 333 Hz; its FIR decimating by 4 brings
+that to 520 833 Hz, and the FPGA's decimation by 8 after it (``hil`` uses it for
+the slowest rates) to 65 105 Hz.
+"""
+
+from __future__ import annotations
+
+# -- tuning ------------------------------------------------------------------------------
+LO_MIN_HZ, LO_MAX_HZ = 325_000_000, 3_800_000_000  # AD9363 as the Pluto ships
+LO_MIN_AD9364_HZ, LO_MAX_AD9364_HZ = 70_000_000, 6_000_000_000  # with the AD9364 firmware option
+
+# -- rates and bandwidths (Hz) ------------------------------------------------------------
+RATE_MAX_HZ = 61_440_000
+RATE_NATIVE_MIN_HZ = 2_083_333  # 25 MHz / 12: the lowest rate without the FIR decimating
+FIR_DECIMATION = 4
+RATE_FIR_MIN_HZ = RATE_NATIVE_MIN_HZ // FIR_DECIMATION  # 520 833
+RATE_FPGA_DEC_MIN_HZ = 65_105  # with the FPGA's decimation by 8 after the FIR
+RX_BW_HZ = (200_000, 56_000_000)
+TX_BW_HZ = (200_000, 40_000_000)
+
+# -- gains (dB) ---------------------------------------------------------------------------
+RX_GAIN_DB = (-3.0, 71.0)  # hardwaregain_available [-3 1 71]
+RX_GAIN_STEP_DB = 1.0
+TX_GAIN_DB = (-89.75, 0.0)  # TX attenuation: hardwaregain_available [-89.75 0.25 0]
+TX_GAIN_STEP_DB = 0.25
+GAIN_MODES = ("manual", "fast_attack", "slow_attack", "hybrid")  # gain_control_mode_available
+
+# -- converters ---------------------------------------------------------------------------
+ADC_BITS = 12
+ADC_FULL_SCALE = 2048  # RX samples are 12-bit codes -2048..2047 in int16 (sign-extended)
+DAC_BITS = 12
+DAC_DRIVE = 2**14  # the int16 code that drives the DAC to full scale 1.0 (top 12 bits are kept)
+DAC_DISCARDED_BITS = 16 - DAC_BITS  # the low bits of each int16 the DAC ignores
