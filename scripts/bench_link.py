@@ -66,9 +66,13 @@ def gap(count: int):
                 if r.get("status") == "decoded" and "psnr_db" in r
             }
         )
-        ideal_all = evaluate(model, phy, profile("multipath_cfo"), [snr], tiles)[snr]["psnr_db"]
+        ideal_all = evaluate(
+            model, phy, profile("multipath_cfo", phy.sample_rate_hz), [snr], tiles
+        )[snr]["psnr_db"]
         ideal_dec = (
-            evaluate(model, phy, profile("multipath_cfo"), [snr], tiles[got])[snr]["psnr_db"]
+            evaluate(model, phy, profile("multipath_cfo", phy.sample_rate_hz), [snr], tiles[got])[
+                snr
+            ]["psnr_db"]
             if got
             else float("nan")
         )

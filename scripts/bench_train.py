@@ -29,7 +29,7 @@ def measure(cfg: JsccConfig, batch: int, steps: int, *, surrogate=False, channel
     torch.manual_seed(0)
     m = JsccModel(cfg)
     link = JsccLink(
-        m, OfdmConfig(), ChannelChain.from_tables(profile("multipath_cfo")),
+        m, OfdmConfig(), ChannelChain.from_tables(profile("multipath_cfo", OfdmConfig().sample_rate_hz)),
         through_phy=not phy_off,
     )  # fmt: skip
     if channels_last:
@@ -60,10 +60,14 @@ def measure(cfg: JsccConfig, batch: int, steps: int, *, surrogate=False, channel
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--steps", type=int, default=8, help="timed steps per row")
-    p.add_argument("--compile", action="store_true", help="also time torch.compile (about a minute to compile)")
+    p.add_argument(
+        "--compile", action="store_true", help="also time torch.compile (about a minute to compile)"
+    )
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
     m_ref = JsccModel(JsccConfig())

@@ -43,9 +43,11 @@ def _tiles():
 
 
 def _profile(name):
+    """A named channel at the default PHY's rate (the rate every experiment here runs at)."""
     from hil.channel import profile
+    from hil.phy import OfdmConfig
 
-    return profile(name)
+    return profile(name, OfdmConfig().sample_rate_hz)
 
 
 def _cfg(**train_over) -> ExperimentConfig:
@@ -96,7 +98,11 @@ def shipped(_args):
         "simulated path with estimated channel; colour shift: mean absolute per-channel "
         "shift in 8-bit levels, at 10 dB\n"
     )
-    print("| k/n | test tiles | channel | " + " | ".join(f"{s:g} dB" for s in SNRS) + " | colour shift |")
+    print(
+        "| k/n | test tiles | channel | "
+        + " | ".join(f"{s:g} dB" for s in SNRS)
+        + " | colour shift |"
+    )
     print("| --- | --- | --- | " + " | ".join("---" for _ in SNRS) + " | --- |")
     for ratio, stem in SHIPPED.items():
         if not stem.with_suffix(".json").exists():
@@ -242,9 +248,7 @@ def surrogate(args):
             + f" | {doc['images_per_second']:.0f} |"
         )
     diff = {s: b[s]["psnr_db"] - a[s]["psnr_db"] for s in SNRS}
-    print(
-        "| surrogate - PHY | " + " | ".join(f"{diff[s]:+.2f}" for s in SNRS) + " | |"
-    )
+    print("| surrogate - PHY | " + " | ".join(f"{diff[s]:+.2f}" for s in SNRS) + " | |")
     print(
         f"\nworst surrogate - PHY difference: {min(diff.values()):+.2f} dB (goal: no loss "
         f"beyond -0.3 dB); wall time {t1 - t0:.0f} s vs {time.time() - t1:.0f} s (both when trained "

@@ -6,21 +6,27 @@ import json
 import sys
 from pathlib import Path
 
-from ..channel import ChainConfig, load_chain, profile
+from ..channel import ChainConfig, check_sample_rate, load_chain, profile
 from ..jscc.checkpoint import load_checkpoint
 from ..jscc.data import fixed_tiles, open_dataset
 from ..jscc.train import evaluate, pick_device
 
 
 def resolve_channel(spec: str | None, doc: dict) -> tuple[str, list[dict]]:
+    """(name, stage tables) of ``--channel``: the checkpoint's training channel (None), a chain
+    TOML, or a named profile at the checkpoint's PHY rate; stages in Hz must run at that rate."""
+    fs = doc["phy"]["sample_rate_hz"]
     if spec is None:
         stages = doc.get("config", {}).get("channel", {}).get("stages")
         if not stages:
             raise ValueError("the checkpoint records no training channel; pass --channel")
-        return "trained", stages
-    if Path(spec).suffix == ".toml":
-        return spec, load_chain(spec).config.to_tables()
-    return spec, profile(spec)
+        name = "trained"
+    elif Path(spec).suffix == ".toml":
+        name, stages = spec, load_chain(spec).config.to_tables()
+    else:
+        name, stages = spec, profile(spec, fs)
+    check_sample_rate(stages, fs, f"--channel {name}")
+    return name, stages
 
 
 def parse_snrs(spec: str) -> list[float]:
@@ -70,7 +76,9 @@ def run_eval(args) -> int:
             f"{out['checkpoint']} (k/n {out['bandwidth_ratio']}, fingerprint {out['fingerprint']}), "
             f"channel {name}, {len(tiles)} held-out tiles"
         )
-        print(f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}  colour shift R/G/B (8-bit)")
+        print(
+            f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}  colour shift R/G/B (8-bit)"
+        )
         for r in out["results"]:
             rgb = "/".join(f"{v:+.2f}" for v in r["colour_shift_rgb"])
             print(

@@ -88,6 +88,20 @@ def _announce(url_file: Path, proc, log) -> None:
         log.error("the dashboard did not start (log: %s)", url_file.with_name("dashboard.log"))
 
 
+def _check_rates(profile: str, ckpt: str) -> None:
+    """The radio profile's sample rate must be the checkpoint PHY's (the one source of it)."""
+    from ..jscc.checkpoint import read_meta
+    from ..radio.config import load_profile
+
+    phy_hz = float(read_meta(ckpt)["phy"]["sample_rate_hz"])
+    radio_hz = load_profile(profile)["radio"].sample_rate_hz
+    if abs(radio_hz - phy_hz) > 0.5:
+        raise ValueError(
+            f"profile {Path(profile).name} sets sample_rate_hz = {radio_hz:g}, the checkpoint's "
+            f"PHY runs at {phy_hz:g} Hz: set the profile's rate to the PHY's"
+        )
+
+
 def run_link(a) -> tuple[int, dict, Path]:
     log = setup_logging("link", a.verbose)
     out = Path(a.out or f"runs/link-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -99,6 +113,8 @@ def run_link(a) -> tuple[int, dict, Path]:
         profile = str(resolve_profile(profile))  # a clear error here, not in a child process
     ep_tx, ep_rx, ep_ctrl, ep_tel = (free_tcp_endpoint() for _ in range(4))
     ckpt = str(resolve_checkpoint(a.checkpoint))
+    if profile:
+        _check_rates(profile, ckpt)
     radio_cmd = _cmd("radio", "--tx", ep_tx, "--rx", ep_rx, "--telemetry", ep_tel)
     if profile:
         radio_cmd += ["--profile", profile]

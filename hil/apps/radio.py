@@ -214,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
                         tx_in.stats.malformed,
                     )
                     break
+                rate = msg.header.sample_rate_hz
+                if rate and abs(rate - cfg.sample_rate_hz) > 0.5:
+                    raise RadioError(
+                        f"TX samples at {rate / 1e6:g} MSps, the radio runs at "
+                        f"{cfg.sample_rate_hz / 1e6:g} MSps: the profile's sample_rate_hz must be "
+                        "the checkpoint PHY's rate"
+                    )
                 radio.tx(msg.samples, cyclic=bool(msg.header.flags & CYCLIC))
                 gt = getattr(radio, "last_truth", None)
                 if truth is not None and gt is not None and msg.header.n_samples:

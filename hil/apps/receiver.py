@@ -32,6 +32,19 @@ from .accounting import Accounting, Records
 from .sources import Chunk
 
 
+class RateMismatch(ValueError):
+    """Samples at another rate than the PHY config's: the one source of the sample rate."""
+
+
+def check_rate(stated_hz: float, phy_hz: float, what: str) -> None:
+    """``stated_hz`` (0: not stated) must be the PHY's rate, to the hertz."""
+    if stated_hz and abs(stated_hz - phy_hz) > 0.5:
+        raise RateMismatch(
+            f"{what} runs at {stated_hz / 1e6:g} MSps but the checkpoint's PHY at "
+            f"{phy_hz / 1e6:g} MSps; set the radio profile's sample_rate_hz to the PHY's rate"
+        )
+
+
 class Receiver:
     """State of one receive run. ``decoders`` None: detect and account only (--no-decode)."""
 
@@ -99,7 +112,10 @@ class Receiver:
     # -- samples -----------------------------------------------------------------------------
 
     def feed(self, c: Chunk) -> None:
-        """One chunk of the stream: gaps handled, recorded, searched for frames."""
+        """One chunk of the stream: gaps handled, recorded, searched for frames. A stream at
+        another sample rate than the PHY's is an error (``RateMismatch``), not a slow decode of
+        nothing."""
+        check_rate(c.sample_rate_hz, self.phy.sample_rate_hz, "the RX stream")
         offset = c.offset
         if offset is None:  # raw mode: no offsets, assume contiguous
             offset = 0 if self.next_offset is None else self.next_offset

@@ -24,6 +24,7 @@ class Chunk:
     offset: int | None  # device sample index of samples[0]; None: raw stream, assume contiguous
     flags: int  # wire flags (DROP, OVERFLOW, EOS, ...)
     eos: bool
+    sample_rate_hz: float = 0.0  # as the sender or the recording states it; 0: not stated (raw)
 
 
 class RecordingSource:
@@ -53,10 +54,11 @@ class RecordingSource:
     def next(self) -> Chunk:
         c = next(self._it, None)
         if c is None:
-            return Chunk(np.zeros(0, np.complex64), None, EOS, True)
+            return Chunk(np.zeros(0, np.complex64), None, EOS, True, self.sample_rate)
         self.stats["messages"] += 1
         self.stats["samples"] += len(c.samples)
-        return Chunk(c.samples, c.global_index, DROP if c.new_capture else 0, False)
+        flags = DROP if c.new_capture else 0
+        return Chunk(c.samples, c.global_index, flags, False, self.sample_rate)
 
     def stats_dict(self) -> dict:
         return dict(self.stats)
@@ -88,7 +90,7 @@ class SocketSource:
         if h.n_samples and self.first_chunk is None:
             self.first_chunk = h.n_samples
         offset = None if self.stream.raw else h.sample_offset
-        return Chunk(msg.samples, offset, h.flags, bool(h.flags & EOS))
+        return Chunk(msg.samples, offset, h.flags, bool(h.flags & EOS), h.sample_rate_hz)
 
     def stats_dict(self) -> dict:
         return self.stream.stats.to_dict()

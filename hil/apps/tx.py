@@ -51,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--clip-papr-db", type=float, default=None, help="clip peaks at this PAPR (PAPR control)"
     )
-    p.add_argument("--sample-rate", type=float, default=4e6, help="for the wire header (Hz)")
+    p.add_argument(
+        "--sample-rate",
+        type=float,
+        default=None,
+        help="check only: the checkpoint's PHY config sets the rate (Hz) the wire header states",
+    )
     p.add_argument("--pace", action="store_true", help="emit frames no faster than their airtime")
     p.add_argument(
         "--cyclic", action="store_true", help="send the first frame once, flagged for cyclic repeat"
@@ -132,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     stop = StopFlag()
     model, phy, doc, _ = load_checkpoint(resolve_checkpoint(a.checkpoint))
     fp = bytes.fromhex(doc["fingerprint"])
+    if a.sample_rate is not None and abs(a.sample_rate - phy.sample_rate_hz) > 0.5:
+        raise ValueError(
+            f"--sample-rate {a.sample_rate:g} disagrees with the checkpoint's PHY "
+            f"({phy.sample_rate_hz:g} Hz), the one source of the sample rate"
+        )
+    a.sample_rate = phy.sample_rate_hz
     fb = FrameBuilder(phy)
     x, _ids = items(a.dataset, a.crop, a.count)
     log.info(

@@ -13,7 +13,7 @@ from .fading import BlockFading
 from .hardware import DCOffset, IQImbalance, PowerAmplifier, Quantizer
 from .multipath import TappedDelayLine
 from .offsets import CarrierFrequencyOffset, PhaseNoise, TimingOffset
-from .profiles import PROFILES, profile
+from .profiles import PROFILES, check_sample_rate, profile
 
 __all__ = [
     "AWGN",
@@ -33,6 +33,7 @@ __all__ = [
     "StageSpec",
     "TappedDelayLine",
     "TimingOffset",
+    "check_sample_rate",
     "load_chain",
     "profile",
     "register",

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..channel import ChainConfig, ChannelChain, profile
+from ..channel import ChainConfig, ChannelChain, check_sample_rate, profile
 from ..phy import OfdmConfig
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import CropSampler, fixed_tiles, open_dataset
@@ -70,12 +70,15 @@ class TrainConfig:
 class ExperimentConfig:
     model: JsccConfig = field(default_factory=JsccConfig)
     phy: OfdmConfig = field(default_factory=OfdmConfig)
-    channel: tuple[dict, ...] = field(default_factory=lambda: tuple(profile("multipath_cfo")))
+    channel: tuple[dict, ...] = field(
+        default_factory=lambda: tuple(profile("multipath_cfo", OfdmConfig().sample_rate_hz))
+    )
     snr_db: tuple[float, float] = (0.0, 20.0)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def __post_init__(self):
         ChainConfig.from_tables(list(self.channel))  # validate now
+        check_sample_rate(list(self.channel), self.phy.sample_rate_hz, "[channel]")
         lo, hi = self.snr_db
         if not -10 <= lo <= hi <= 40:
             raise ValueError(
@@ -107,10 +110,12 @@ class ExperimentConfig:
             )
         if "profile" in ch and "stages" in ch:
             raise ValueError("[channel] takes either 'profile' or 'stages', not both")
+        phy = OfdmConfig.from_dict(d.get("phy", {}))
+        fs = phy.sample_rate_hz
         stages = (
-            profile(ch["profile"])
+            profile(ch["profile"], fs)
             if "profile" in ch
-            else ch.get("stages", profile("multipath_cfo"))
+            else ch.get("stages", profile("multipath_cfo", fs))
         )
         tr = dict(d.get("train", {}))
         allowed = set(TrainConfig.__dataclass_fields__)
@@ -121,7 +126,7 @@ class ExperimentConfig:
             tr["eval_snr_db"] = tuple(tr["eval_snr_db"])
         return cls(
             model=JsccConfig.from_dict(d.get("model", {})),
-            phy=OfdmConfig.from_dict(d.get("phy", {})),
+            phy=phy,
             channel=tuple(dict(t) for t in stages),
             snr_db=tuple(ch.get("snr_db", (0.0, 20.0))),
             train=TrainConfig(**tr),

@@ -79,27 +79,38 @@ class SimConfig:
     seed: int = 0
 
     def __post_init__(self):
-        from ..channel import ChainConfig, profile
+        from ..channel import profile
 
         if isinstance(self.channel, str):
-            profile(self.channel)
+            profile(self.channel, 1e6)  # known; its stages in Hz take the radio's rate later
         elif any(t.get("kind") == "awgn" for t in self.channel):
             raise ConfigError(
                 "sim.channel: remove the 'awgn' stage; the sim adds thermal noise from sim.noise_dbfs"
             )
-        ChainConfig.from_tables(self.stages())
         if abs(self.ppm) > 100:
             raise ConfigError(f"sim.ppm={self.ppm} outside +-100 ppm (Pluto XO spec is +-25 ppm)")
         if self.stale_buffers < 0 or self.drop_every < 0 or self.drop_samples < 0:
             raise ConfigError("sim.stale_buffers, sim.drop_every and sim.drop_samples must be >= 0")
 
-    def stages(self) -> list[dict]:
-        """The channel stages; a named profile's AWGN is dropped (the sim's thermal noise replaces it)."""
-        from ..channel import profile
+    def stages(self, sample_rate_hz: float) -> list[dict]:
+        """The channel stages at the radio's sample rate; a named profile's AWGN is dropped (the
+        sim's thermal noise replaces it). A stage in Hz given without a rate takes the radio's;
+        one given at another rate is an error."""
+        from ..channel import check_sample_rate, profile
 
         if isinstance(self.channel, str):
-            return [t for t in profile(self.channel) if t["kind"] != "awgn"]
-        return [dict(t) for t in self.channel]
+            return [t for t in profile(self.channel, sample_rate_hz) if t["kind"] != "awgn"]
+        from ..channel.profiles import IN_HZ
+
+        stages = [dict(t) for t in self.channel]
+        for t in stages:
+            if t.get("kind") in IN_HZ:
+                t.setdefault("sample_rate_hz", float(sample_rate_hz))
+        try:
+            check_sample_rate(stages, sample_rate_hz, "sim.channel")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        return stages
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,11 @@ class RadioConfig:
                     f"radio.{name}={_mhz(v)} is wider than the sample rate {_mhz(self.sample_rate_hz)} "
                     "allows; keep it <= 1.25x the sample rate or raise the rate"
                 )
+        from ..channel import ChainConfig
+
+        ChainConfig.from_tables(
+            self.sim.stages(self.sample_rate_hz)
+        )  # the sim's channel, validated
         if self.rx_gain_mode not in GAIN_MODES:
             raise ConfigError(f"radio.rx_gain_mode={self.rx_gain_mode!r}: one of {GAIN_MODES}")
         if not RX_GAIN_DB[0] <= self.rx_gain_db <= RX_GAIN_DB[1]:

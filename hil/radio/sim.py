@@ -53,7 +53,8 @@ class SimEngine:
         s = cfg.sim
         self.rng = np.random.default_rng(s.seed)
         self.gen = torch.Generator().manual_seed(s.seed + 1)
-        self.chain = ChannelChain.from_tables(s.stages()) if s.stages() else None
+        stages = s.stages(cfg.sample_rate_hz)
+        self.chain = ChannelChain.from_tables(stages) if stages else None
         self.rx_count = 0  # device time (RX samples since start, including lost ones)
         self.tx_time = 0  # end of the last queued burst
         self.bursts: deque[tuple[int, np.ndarray]] = (

@@ -31,7 +31,7 @@ def test_surrogate_statistics_match_the_phy_receiver(prof, snr):
     noise, which the surrogate leaves out, adds its part), SNR estimate within 0.25 dB,
     log10 gain mean within 0.03 and spread within 5 %."""
     cfg = OfdmConfig()
-    st = profile(prof)
+    st = profile(prof, cfg.sample_rate_hz)
     g = torch.Generator().manual_seed(7)
     s = torch.randn(B, K, dtype=torch.complex64, generator=g)
     sn = torch.full((B,), snr)
@@ -48,12 +48,16 @@ def test_surrogate_statistics_match_the_phy_receiver(prof, snr):
 
 def test_surrogate_refuses_stages_it_does_not_model():
     with pytest.raises(ValueError, match="models only"):
-        ReceiverSurrogate(OfdmConfig(), profile("two_pluto"))
+        ReceiverSurrogate(OfdmConfig(), profile("two_pluto", OfdmConfig().sample_rate_hz))
 
 
 def test_encoder_trains_through_the_surrogate(gen):
     m = JsccModel(JsccConfig(arch="resgdn", hidden=8, use_symbol_gain=True))
-    link = JsccLink(m, OfdmConfig(), ChannelChain.from_tables(profile("multipath_cfo")))
+    link = JsccLink(
+        m,
+        OfdmConfig(),
+        ChannelChain.from_tables(profile("multipath_cfo", OfdmConfig().sample_rate_hz)),
+    )
     x = torch.rand(4, 3, 16, 16, generator=gen)
     r = link(x, torch.full((4,), 10.0), gen, surrogate=True)
     assert r.rx.symbols.shape == r.symbols.shape and r.rx.symbols.dtype == torch.complex64

@@ -41,7 +41,7 @@ def test_unknown_keys_are_named():
 def test_sim_config_refuses_awgn_stage():
     with pytest.raises(ConfigError, match="thermal noise"):
         SimConfig(channel=[{"kind": "awgn"}])
-    assert SimConfig(channel="multipath_cfo").stages()[-1]["kind"] == "cfo"
+    assert SimConfig(channel="multipath_cfo").stages(4e6)[-1]["kind"] == "cfo"
 
 
 def test_shipped_profiles_load():
