@@ -38,9 +38,14 @@ GRAD_MODES = ("complex", "detach", "real")
 
 @dataclass
 class LinkOutput:
-    x_hat: Tensor  # [B, 3, H, W]
-    symbols: Tensor  # [B, k] sent
-    rx: RxResult
+    """What one pass of the link gives: the decoded images, the symbols sent, the SNR the
+    decoder was given, and the receiver's outputs (None on the ideal path, where no receiver
+    runs: symbols go straight through the channel and the decoder gets the true SNR)."""
+
+    x_hat: Tensor  # [B, 3, H, W] float32
+    symbols: Tensor  # [B, k] complex64 sent
+    snr_db: Tensor  # [B] float32: the receiver's estimate, or the true SNR on the ideal path
+    rx: RxResult | None
 
 
 class JsccLink(nn.Module):
@@ -97,23 +102,13 @@ class JsccLink(nn.Module):
                 raise ValueError("the surrogate stands in for the PHY in grad_mode 'complex' only")
             r = self.surrogate().to(s.device)(s, snr_db, generator)
             x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
-            return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
+            return LinkOutput(x_hat=x_hat, symbols=s, snr_db=r.snr_db, rx=r)
         if not self.through_phy:  # symbols straight through the channel, true SNR to the decoder
             y = self.channel(s, snr_db, generator)
             gain = torch.full(s.shape, 1.0, device=s.device) * torch.pow(10.0, snr_db / 10)[:, None]
-            r = RxResult(
-                y,
-                y.new_zeros(0),
-                y.new_zeros(0).real,
-                snr_db,
-                snr_db * 0,
-                snr_db * 0,
-                gain,
-                y.new_zeros(0).real,
-            )
             x_hat = self.model.decoder(y, snr_db, shape, gain)
-            return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
+            return LinkOutput(x_hat=x_hat, symbols=s, snr_db=snr_db, rx=None)
         y = self.channel(self.fb.build(s), snr_db, generator)
         r = self.rx(y[:, self.phy.sts_len :], s.shape[1])
         x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
-        return LinkOutput(x_hat=x_hat, symbols=s, rx=r)
+        return LinkOutput(x_hat=x_hat, symbols=s, snr_db=r.snr_db, rx=r)

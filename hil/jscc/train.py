@@ -190,7 +190,7 @@ def evaluate(
             xh = r.x_hat.clamp(0, 1)
             ps.append(psnr(xh, x))
             ss.append(ssim(xh, x))
-            est.append(r.rx.snr_db)
+            est.append(r.snr_db)
             cs.append(colour_shift(xh, x))
         shift = torch.cat(cs)
         out[float(snr)] = {

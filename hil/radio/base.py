@@ -73,9 +73,11 @@ class Radio(abc.ABC):
     def set_rx_gain(self, gain_db: float) -> None:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def wait_tx(self, timeout_s: float = 5.0) -> bool:
-        """Wait until queued TX samples are handed to the device (immediate for backends without a queue)."""
-        return True
+        """Wait until every sample queued with ``tx`` has been handed to the device (what is left
+        sits in its buffers and goes out in device time). False when ``timeout_s`` ran out first;
+        RadioError on a closed radio or a failed transmitter."""
 
     def __enter__(self):
         return self

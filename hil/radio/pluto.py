@@ -81,6 +81,7 @@ class PlutoRadio(Radio):
         self.sdr = None
         self._device = device
         self._cyclic = False
+        self._closed = False
         self._txq: queue.Queue | None = None
         self._tx_thread: threading.Thread | None = None
         self._tx_stop = threading.Event()
@@ -256,6 +257,8 @@ class PlutoRadio(Radio):
 
     def wait_tx(self, timeout_s: float = 5.0) -> bool:
         """Wait until every queued buffer has been handed to the driver."""
+        if self._closed:
+            raise RadioError("wait_tx on a closed radio: nothing queued will go out")
         end = time.monotonic() + timeout_s
         while self.tx_backlog and time.monotonic() < end:
             time.sleep(0.005)
@@ -368,5 +371,6 @@ class PlutoRadio(Radio):
             log.warning("rx_destroy_buffer failed: %s", exc)
 
     def close(self) -> None:
+        self._closed = True
         self._silence()
         _OPEN.discard(self)

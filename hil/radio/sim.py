@@ -371,6 +371,13 @@ class SimRadio(Radio):
     def inject_drop(self, n: int) -> None:
         self.engine.inject_drop(n)
 
+    def wait_tx(self, timeout_s: float = 5.0) -> bool:
+        """The simulated device takes each burst when ``tx`` is called (its schedule is the
+        device's buffers), so there is nothing to wait for on an open radio."""
+        if self.engine is None or self.engine.closed:
+            raise RadioError("wait_tx on a closed radio: nothing queued will go out")
+        return True
+
     def close(self) -> None:
         if self.engine is not None:
             self.engine.close()

@@ -159,3 +159,12 @@ def test_close_leaves_transmitter_silent(make_radio):
     assert not r.tx_active
     if hasattr(r, "fake"):
         assert not r.fake.transmitting and r.fake.destroyed_tx >= 1
+
+
+def test_wait_tx_on_a_closed_radio_is_an_error(make_radio):
+    r = make_radio()
+    r.tx(_frame(3)[0])
+    assert r.wait_tx(10.0)
+    r.close()
+    with pytest.raises(RadioError, match="closed radio"):
+        r.wait_tx(0.1)
