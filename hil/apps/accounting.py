@@ -49,8 +49,32 @@ class Accounting:
     failures_seen: int = 0
     attributed: int = 0
     recent: dict = field(default_factory=dict)  # recently settled seqs, to spot duplicates
+    # no manifest (a raw stream from GNU Radio, a recording without one): what was sent is
+    # inferred from the headers read, every seq from the lowest to the highest seen
+    inferred: bool = False
+    highest: int | None = None
+    jumps: int = 0  # headers whose seq jumped further than max_jump ahead (not filled in)
+    max_jump: int = 65536
 
     NAMES = ("decoded", "refused", "header_failed", "cut", "missed")
+
+    def observed(self, seq: int) -> None:
+        """A header was read (inferred mode): the seqs up to it count as sent."""
+        if not self.inferred:
+            return
+        if self.highest is None or seq <= self.highest:
+            if self.highest is None:
+                self.highest = seq
+            if seq > self.floor[1]:
+                self.sent.setdefault(seq, None)
+            return
+        if seq - self.highest > self.max_jump:
+            self.jumps += 1
+            self.sent.setdefault(seq, None)
+        else:
+            for s in range(self.highest + 1, seq + 1):
+                self.sent.setdefault(s, None)
+        self.highest = seq
 
     def header_failed(self, pos: int) -> None:
         self.failures_seen += 1
@@ -152,6 +176,8 @@ class Accounting:
         counts["duplicates"] = self.duplicates
         counts["cut_before_header"] = self.cut_unknown
         counts["balanced"] = sum(counts[k] for k in self.NAMES) == counts["sent"]
+        counts["sent_inferred"] = self.inferred  # sent = lowest..highest seq seen (no manifest)
+        counts["seq_jumps"] = self.jumps
         return {
             "counts": counts,
             "status": {str(k): v for k, v in sorted(self.status_kept.items())},

@@ -56,6 +56,7 @@ class Receiver:
         refs: list[torch.Tensor],
         log: logging.Logger,
         *,
+        manifest: bool = True,
         keep_frames: int = 2000,
         writer=None,
         tap=None,
@@ -71,7 +72,7 @@ class Receiver:
         self.fr = FrameReceiver(phy)
         self.fr_base: int | None = None  # device sample index of the FrameReceiver's sample 0
         self.pos_base = 0  # stream samples before the FrameReceiver's sample 0 (never goes back)
-        self.acc = Accounting(keep=keep_frames)
+        self.acc = Accounting(keep=keep_frames, inferred=not manifest)
         self.records = Records(keep_frames)
         self.writer = writer  # SigMF writer (--record), or None
         self.tap = tap  # live view, or None
@@ -204,6 +205,7 @@ class Receiver:
         if acc.seen(h.seq):
             acc.duplicates += 1
             return False
+        acc.observed(h.seq)
         if acc.sent and h.seq not in acc.sent and acc.done:
             acc.unexpected += 1
         acc.positions[h.seq] = spos

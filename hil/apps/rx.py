@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         "bounds memory on long runs",
     )
     p.add_argument(
-        "--idle-timeout", type=float, default=30.0, help="give up after this long without samples"
+        "--idle-timeout",
+        type=float,
+        default=30.0,
+        help="this long without samples ends the stream (exit 0); with none ever received, exit 1",
     )
     p.add_argument(
         "--ready-file",
@@ -195,6 +198,7 @@ def _main(a) -> int:
         decoders,
         refs,
         log,
+        manifest=bool(a.control),
         keep_frames=a.keep_frames,
         writer=writer,
         tap=tap,
@@ -219,7 +223,7 @@ def _main(a) -> int:
     t0 = time.monotonic()
     last_print = last_data = t0
     first_data = None
-    eos = False
+    eos = idle_end = False
     try:
         while not stop and not eos:
             control()
@@ -227,7 +231,11 @@ def _main(a) -> int:
             now = time.monotonic()
             if got is None:
                 if now - last_data > a.idle_timeout:
-                    log.error("no samples for %.0f s; giving up", a.idle_timeout)
+                    if first_data is None:
+                        log.error("no samples for %.0f s; giving up", a.idle_timeout)
+                    else:  # a stream that stops is an end (GNU Radio sends no end marker)
+                        log.info("no samples for %.0f s: the stream ended", a.idle_timeout)
+                        idle_end = True
                     break
                 continue
             last_data = now
@@ -309,7 +317,7 @@ def _main(a) -> int:
         f"{summary['psnr_db_mean']:.2f}" if summary["psnr_db_mean"] is not None else "n/a",
     )
     stopped_on_limit = a.max_seconds is not None or a.max_frames is not None
-    return 0 if (eos or rx.acc.done or stopped_on_limit) else 1
+    return 0 if (eos or idle_end or rx.acc.done or stopped_on_limit) else 1
 
 
 def _close_recording(writer, rx: Receiver, src, log) -> None:
