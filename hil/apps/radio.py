@@ -59,6 +59,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rx", required=True, help="endpoint to bind for RX samples (PUSH)")
     p.add_argument("--telemetry", help="endpoint to bind for telemetry (PUB)")
     p.add_argument(
+        "--raw-out",
+        help="also bind this endpoint for the RX stream as bare complex64 (one ZMQ frame per "
+        "block, no header): what GNU Radio's ZMQ PULL/SUB Source blocks read",
+    )
+    p.add_argument(
+        "--raw-out-kind",
+        choices=["push", "pub"],
+        default="push",
+        help="--raw-out socket: push (for zeromq.pull_source) or pub (zeromq.sub_source); "
+        "never blocks the radio: blocks a full or absent reader cannot take are counted",
+    )
+    p.add_argument(
         "--truth", help="sim: endpoint to connect for per-burst ground truth (PUSH, JSON)"
     )
     p.add_argument("--allow-remote", action="store_true", help="permit non-loopback binds")
@@ -126,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     truth = make_socket(ctx, zmq.PUSH, a.truth, bind=False) if a.truth else None
+    raw_out = None
+    if a.raw_out:
+        kind = zmq.PUSH if a.raw_out_kind == "push" else zmq.PUB
+        raw_sock = make_socket(ctx, kind, a.raw_out, bind=True, allow_remote=a.allow_remote)
+        raw_out = SampleSender(raw_sock, raw=True)
+        log.info("raw complex64 RX stream (%s) at %s", a.raw_out_kind, a.raw_out)
+    raw_dropped = 0
     tx_in = SampleReceiver(tx_sock, name="radio<-tx")
     try:
         radio = open_radio(cfg)
@@ -194,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 "overflows": getattr(radio, "overflows", 0),
                 "tx_messages": tx_in.stats.messages,
                 "tx_malformed": tx_in.stats.malformed,
+                "raw_out_dropped": raw_dropped,
             },
             topic=b"radio",
         )
@@ -230,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
             blk = radio.rx()
             device_samples = blk.counter + len(blk.samples)
             flags = wire_flags(blk.flags) | pending_flags
+            if raw_out is not None and len(blk.samples):
+                # a raw reader has no offsets to notice a gap with: it never waits for the radio,
+                # and what it could not take is counted (telemetry raw_out_dropped)
+                if not raw_out.send(blk.samples, timeout_s=0):
+                    raw_dropped += 1
             if is_sim:
                 while not out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0.5):
                     publish(blocked=True)  # the receiver is slow: the simulation waits for it
@@ -267,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             log.error("closing the radio: %s", exc)
             rc = rc or 4
         out.end(timeout_s=5.0)
-        for s in (tx_sock, rx_sock, tel, truth):
+        for s in (tx_sock, rx_sock, tel, truth, raw_out.sock if raw_out else None):
             if s is not None:
                 s.close(linger=2000)
         from ..transport.security import stop_authenticators
@@ -275,8 +300,9 @@ def main(argv: list[str] | None = None) -> int:
         stop_authenticators()
         ctx.term()  # blocks until queued messages are out; exiting with zero-copy sends pending can crash
     log.info(
-        "radio done: %.3f s of device time, %d RX blocks dropped",
+        "radio done: %.3f s of device time, %d RX blocks dropped%s",
         device_samples / cfg.sample_rate_hz,
         dropped_blocks,
+        f", {raw_dropped} raw-out blocks not taken" if raw_out is not None else "",
     )
     return rc or (130 if stop.signal else 0)

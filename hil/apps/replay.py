@@ -31,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--chunk", type=int, default=None, help="samples per message (default: as recorded)"
     )
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="bare complex64, no header (GNU Radio's zeromq.pull_source; no offsets, no end marker)",
+    )
     p.add_argument("--allow-remote", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -45,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ctx = zmq.Context()
     sock = make_socket(ctx, zmq.PUSH, a.rx, bind=True, allow_remote=a.allow_remote)
     out = SampleSender(
-        sock, stream_id=2, sample_rate_hz=rec.sample_rate_hz, center_freq_hz=rec.center_freq_hz
+        sock,
+        stream_id=2,
+        sample_rate_hz=rec.sample_rate_hz,
+        center_freq_hz=rec.center_freq_hz,
+        raw=a.raw,
     )
     span = rec.captures[-1][1] + (
         rec.n - rec.captures[-1][0]
@@ -82,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log.warning("interrupted")
     finally:
-        out.end(timeout_s=5.0)
+        if not a.raw:  # a raw stream has no end marker: the reader sees it stop
+            out.end(timeout_s=5.0)
         sock.close(linger=5000)
         ctx.term()
     dt = time.monotonic() - t0
