@@ -247,7 +247,7 @@ def papr(n: int, seed=5):
             pk.append(st["papr_out_db"])
             frac.append(st["clipped_fraction"])
             with torch.inference_mode():
-                r = rx(torch.from_numpy(y[CFG.sts_len :] / 10 ** (-12 / 20))[None], 480)
+                r = rx.receive_frame(torch.from_numpy(y / 10 ** (-12 / 20))[None], 480)
             mse.append(np.mean(np.abs(r.symbols[0].numpy() - s) ** 2))
         print(
             f"| {'none' if clip is None else clip} | {max(pk):.2f} | {100 * np.mean(frac):.3f} % | "

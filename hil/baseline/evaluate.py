@@ -77,7 +77,7 @@ def digital_curves(
             if sent:
                 g = torch.Generator().manual_seed(seed)
                 y = chain(fb.build(x), torch.full((len(sent),), float(snr)), generator=g).y
-                r = rxr(y[:, phy.sts_len :], n_symbols)
+                r = rxr.receive_frame(y, n_symbols)
                 payloads = codec.decode(r.symbols, 1.0 / r.symbol_gain.clamp_min(1e-6))
                 for j, i in enumerate(sent):
                     img = decode(payloads[j], shape) if payloads[j] is not None else None

@@ -109,6 +109,6 @@ class JsccLink(nn.Module):
             x_hat = self.model.decoder(y, snr_db, shape, gain)
             return LinkOutput(x_hat=x_hat, symbols=s, snr_db=snr_db, rx=None)
         y = self.channel(self.fb.build(s), snr_db, generator)
-        r = self.rx(y[:, self.phy.sts_len :], s.shape[1])
+        r = self.rx.receive_frame(y, s.shape[1])
         x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
         return LinkOutput(x_hat=x_hat, symbols=s, snr_db=r.snr_db, rx=r)

@@ -152,8 +152,19 @@ class OfdmReceiver(nn.Module):
         coef = (h @ torch.conj(u)) * gain  # U^H h, per row
         return coef @ u.T
 
+    def receive_frame(self, x: Tensor, n_payload: int) -> RxResult:
+        """A whole frame from its first sample (the STS's first; what ``FrameBuilder.build``
+        makes and what a frame start means everywhere): x [B, >= frame_len(k)] complex64/128,
+        n_payload k. The short training field is for detection; the receive path starts at the
+        long one, which this skips."""
+        if not torch.is_complex(x) or x.dim() != 2:
+            raise ValueError(f"x must be [B, L] complex, got {x.dtype} {tuple(x.shape)}")
+        return self(x[:, self.cfg.sts_len :], n_payload)
+
     def forward(self, x: Tensor, n_payload: int) -> RxResult:
-        """x: [B, >= lts_len + header_len + S symbol_len] complex from the LTS start; n_payload: k."""
+        """x: [B, >= lts_len + header_len + S symbol_len] complex from the LTS start (the stream
+        receiver cuts there after detection; from the frame start use ``receive_frame``);
+        n_payload: k."""
         c = self.cfg
         if not torch.is_complex(x) or x.dim() != 2:
             raise ValueError(f"x must be [B, L] complex, got {x.dtype} {tuple(x.shape)}")
