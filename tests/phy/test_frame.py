@@ -183,3 +183,225 @@ def test_every_one_byte_corruption_of_the_header_is_refused():
                 continue
             with pytest.raises(HeaderError):
                 Header.unpack(good[:i] + bytes([v]) + good[i + 1 :])
+
+
+# --- the header's fields, CRC and coding, stated exactly (mutation testing, docs/mutation.md)
+
+_FIELD_MAX = [
+    ("version", 255),
+    ("scheme", 255),
+    ("seq", 2**32 - 1),
+    ("item_id", 2**32 - 1),
+    ("payload_len", 2**32 - 1),
+    ("channels", 255),
+    ("height", 65535),
+    ("width", 65535),
+    ("chunk_count", 65535),
+]
+
+
+def _with(name, v):
+    """_hdr() with one field set (shape parts by name; chunk_index stays below the count)."""
+    shape = {"channels": 0, "height": 1, "width": 2}
+    if name in shape:
+        s = [3, 32, 32]
+        s[shape[name]] = v
+        return _hdr(shape=tuple(s))
+    if name == "chunk_count":
+        return _hdr(chunk_index=0, chunk_count=v)
+    return _hdr(**{name: v})
+
+
+@pytest.mark.parametrize(("name", "hi"), _FIELD_MAX)
+def test_each_field_takes_its_full_range_and_not_one_more(name, hi):
+    if name != "version":  # any other version is refused by unpack (test below)
+        h = _with(name, hi)
+        assert Header.unpack(h.pack()) == h
+    for bad in (hi + 1, -1):
+        with pytest.raises(HeaderError) as e:
+            _with(name, bad)
+        assert str(e.value) == f"{name}={bad} outside 0..{hi}"
+
+
+def test_chunk_index_range_and_shape_messages():
+    h = _hdr(chunk_index=65534, chunk_count=65535)
+    assert Header.unpack(h.pack()) == h
+    with pytest.raises(HeaderError) as e:
+        _hdr(chunk_index=65536, chunk_count=65535)
+    assert str(e.value) == "chunk_index=65536 outside 0..65535"
+    with pytest.raises(HeaderError) as e:
+        _hdr(shape=(3, 32))
+    assert str(e.value) == "shape must be (C, H, W), got (3, 32)"
+
+
+def test_unpack_error_messages_are_exact():
+    good = _hdr().pack()
+    with pytest.raises(HeaderError) as e:
+        Header.unpack("x" * 35)
+    assert str(e.value) == "header must be bytes, got str"
+    with pytest.raises(HeaderError) as e:
+        Header.unpack(good[:-1] + bytes([good[-1] ^ 1]))
+    assert str(e.value) == "header CRC mismatch"
+    with pytest.raises(HeaderError) as e:
+        Header.unpack(_hdr(version=2).pack())
+    assert str(e.value) == "header format version 2, this receiver speaks 1"
+
+
+def test_headers_whose_crc_has_the_top_bit_set_are_accepted(monkeypatch):
+    """The CRC is unsigned: about half of all headers have CRC >= 2**31. They parse from bytes,
+    decode on the fast hard-decision path when clean (Viterbi never called) and through
+    Viterbi with one hard error."""
+    import hil.phy.header as hh
+
+    calls = []
+
+    def spy(llr):
+        calls.append(len(llr))
+        return viterbi_decode(llr)
+
+    monkeypatch.setattr(hh, "viterbi_decode", spy)
+    high = 0
+    for seq in range(16):
+        h = _hdr(seq=seq)
+        raw = h.pack()
+        high += raw[hh.BODY_LEN] >= 0x80
+        assert Header.unpack(raw) == h
+        clean = _coded_llr(h)
+        np.testing.assert_array_equal(hh.decode_header_bits(clean[None], CFG)[0], _truth_bits(h))
+        assert calls == []
+        clean[interleaver(572)[5]] *= -1  # one hard error: not a codeword, Viterbi decides
+        np.testing.assert_array_equal(hh.decode_header_bits(clean[None], CFG)[0], _truth_bits(h))
+        assert calls == [1]
+        calls.clear()
+    assert 4 <= high <= 12
+
+
+def test_to_dict():
+    assert _hdr(scheme=3).to_dict() == {
+        "seq": 123456,
+        "item_id": 42,
+        "fingerprint": "0102030405060708",
+        "payload_len": 512,
+        "shape": [3, 32, 32],
+        "chunk_index": 1,
+        "chunk_count": 4,
+        "scheme": 3,
+        "version": 1,
+    }
+
+
+def test_header_bits_and_symbols_are_exact():
+    from hil.phy.header import encode_header_bits
+
+    h = _hdr()
+    bits = encode_header_bits(h, CFG)
+    assert bits.dtype == np.uint8 and bits.shape == (CFG.header_symbols * CFG.n_data,)
+    coded = conv_encode(np.unpackbits(np.frombuffer(h.pack(), np.uint8)))
+    np.testing.assert_array_equal(bits[interleaver(572)], coded)
+    assert not bits[572:].any()  # zero padding up to the capacity
+    sym = header_symbols(h, CFG)
+    assert sym.shape == (CFG.header_symbols, CFG.n_data)
+    np.testing.assert_array_equal(sym.ravel(), np.where(bits == 1, -1.0, 1.0))
+
+
+def test_header_capacity_exact_fit_and_the_shortfall_message():
+    from types import SimpleNamespace
+
+    from hil.phy.header import decode_header_bits, encode_header_bits
+
+    exact = SimpleNamespace(header_symbols=11, n_data=52)  # 572 coded bits, no padding
+    h = _hdr()
+    bits = encode_header_bits(h, exact)
+    assert bits.shape == (572,)
+    llr = 1.0 - 2.0 * bits[None].astype(np.float64)
+    assert Header.unpack(np.packbits(decode_header_bits(llr, exact)[0]).tobytes()) == h
+    with pytest.raises(ValueError) as e:
+        encode_header_bits(h, OfdmConfig(header_symbols=11))
+    assert str(e.value) == (
+        "header needs 572 coded bits but 11 symbols carry 528; raise header_symbols to 12"
+    )
+
+
+def _coded_llr(h, scale=1.0):
+    from hil.phy.header import encode_header_bits
+
+    return scale * (1.0 - 2.0 * encode_header_bits(h, CFG).astype(np.float64))
+
+
+def _truth_bits(h):
+    return np.unpackbits(np.frombuffer(h.pack(), np.uint8))
+
+
+def test_decode_header_bits_batch_mixes_fast_path_viterbi_and_garbage(monkeypatch):
+    """Row 0 clean (hard decisions are a codeword), row 1 with three hard errors (Viterbi
+    corrects them), row 2 noise: output [3, HEADER_BITS] uint8, rows 0 and 1 the truth, and
+    only the rows that need it go through Viterbi."""
+    import hil.phy.header as hh
+
+    calls = []
+
+    def spy(llr):
+        calls.append(len(llr))
+        return viterbi_decode(llr)
+
+    monkeypatch.setattr(hh, "viterbi_decode", spy)
+    h0, h1 = _hdr(seq=7), _hdr(seq=8)
+    noisy = _coded_llr(h1)
+    noisy[interleaver(572)[[20, 200, 400]]] *= -1
+    junk = np.random.default_rng(3).normal(size=noisy.shape)
+    out = hh.decode_header_bits(np.stack([_coded_llr(h0), noisy, junk]), CFG)
+    assert out.dtype == np.uint8 and out.shape == (3, HEADER_BITS)
+    np.testing.assert_array_equal(out[0], _truth_bits(h0))
+    np.testing.assert_array_equal(out[1], _truth_bits(h1))
+    with pytest.raises(HeaderError):
+        hh.parse_header_bits(out[2])
+    assert calls == [2]  # rows 1 and 2 together
+    calls.clear()
+    # weak but clean LLRs (|llr| = 0.5) still take the fast path and decode exactly
+    np.testing.assert_array_equal(
+        hh.decode_header_bits(_coded_llr(h0, 0.5)[None], CFG)[0], _truth_bits(h0)
+    )
+    assert calls == []
+
+
+def test_decode_header_bits_erasures_and_huge_llrs():
+    """Non-finite LLRs are erasures (zero), not votes; finite LLRs near the float64 limit
+    saturate instead of overflowing the path metrics."""
+    from hil.phy.header import decode_header_bits
+
+    h = _hdr(seq=99)
+    truth = _truth_bits(h)
+    llr = _coded_llr(h, 1e-3)
+    perm = interleaver(572)
+    ones = perm[np.flatnonzero(llr[perm] < 0)][::3]  # every third coded 1: ~16 % erased
+    for bad in (np.inf, np.nan):
+        x = llr.copy()
+        x[ones] = bad
+        np.testing.assert_array_equal(decode_header_bits(x[None], CFG)[0], truth)
+    x = _coded_llr(h, 1e308)
+    x[perm[[10, 300]]] *= -1
+    np.testing.assert_array_equal(decode_header_bits(x[None], CFG)[0], truth)
+
+
+def test_decode_header_bits_shape_errors():
+    from hil.phy.header import decode_header_bits
+
+    for bad in (np.zeros(576), np.zeros((1, 575))):
+        with pytest.raises(ValueError) as e:
+            decode_header_bits(bad, CFG)
+        assert str(e.value) == f"expected [B, 576] header LLRs, got {bad.shape}"
+
+
+def test_decode_header_llr_errors_and_float_bits():
+    from hil.phy.header import parse_header_bits
+
+    with pytest.raises(HeaderError) as e:
+        decode_header_llr(np.zeros(5), CFG)
+    assert str(e.value) == "expected 576 header LLRs, got 5"
+    llr = _coded_llr(_hdr())
+    llr[3] = np.nan
+    with pytest.raises(HeaderError) as e:
+        decode_header_llr(llr, CFG)
+    assert str(e.value) == "non-finite header LLRs"
+    # hard bits given as floats (a thresholded tensor) parse like uint8 bits
+    assert parse_header_bits(_truth_bits(_hdr()).astype(np.float32)) == _hdr()

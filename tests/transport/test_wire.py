@@ -22,7 +22,7 @@ from hil.transport import (
     recv_json,
     send_json,
 )
-from hil.transport.wire import HEADER_SIZE, KNOWN_FLAGS, MAX_SAMPLES
+from hil.transport.wire import EOB, HEADER_SIZE, KNOWN_FLAGS, MAX_SAMPLES, SOB
 
 
 def _x(n=100, seed=0):
@@ -240,5 +240,113 @@ def test_message_built_valid_is_accepted_and_round_trips():
         m = decode([bytes(b) for b in encode(h, x)])
         assert m.header.flags == flags and m.header.seq == h.seq
         assert m.header.stream_id == h.stream_id and m.header.sample_offset == h.sample_offset
-        assert m.header.sample_rate_hz == h.sample_rate_hz and m.header.center_freq_hz == h.center_freq_hz
+        assert (
+            m.header.sample_rate_hz == h.sample_rate_hz
+            and m.header.center_freq_hz == h.center_freq_hz
+        )
         np.testing.assert_array_equal(m.samples, x)
+
+
+# --- exact layout, limits and messages (mutation testing, docs/mutation.md)
+
+
+def test_header_bytes_are_exactly_the_documented_layout():
+    h = SampleHeader(7, 2**40 + 3, 2**50 + 5, 4e6, 2.4e9, OVERFLOW | CYCLIC)
+    head = bytes(encode(h, _x(3))[0])
+    expect = (
+        b"HILS" + bytes([1, OVERFLOW | CYCLIC]) + struct.pack("<H", 7)
+        + struct.pack("<QQdd", 2**40 + 3, 2**50 + 5, 4e6, 2.4e9)
+        + struct.pack("<I", 3) + b"\0\0\0\0"
+    )  # fmt: skip
+    assert head == expect
+
+
+def test_strided_samples_are_sent_contiguous():
+    x = _x(20)
+    view = x[::2]
+    frames = encode(SampleHeader(), view)
+    assert bytes(frames[1]) == np.ascontiguousarray(view).tobytes()
+    np.testing.assert_array_equal(decode([bytes(f) for f in frames]).samples, view)
+
+
+def test_sample_count_limit_is_inclusive():
+    """MAX_SAMPLES samples is the largest message, on both ends (zero pages, no copy)."""
+    x = np.zeros(MAX_SAMPLES + 1, np.complex64)
+    frames = encode(SampleHeader(), x[:MAX_SAMPLES])
+    assert frames[1].nbytes == 8 * MAX_SAMPLES
+    m = decode(frames, check_finite=False)
+    assert m.header.n_samples == MAX_SAMPLES and len(m.samples) == MAX_SAMPLES
+    assert len(decode_raw(x[:MAX_SAMPLES], check_finite=False)) == MAX_SAMPLES
+    with pytest.raises(WireError) as e:
+        encode(SampleHeader(), x)
+    assert str(e.value) == f"{MAX_SAMPLES + 1} samples exceed the {MAX_SAMPLES} per message limit"
+    with pytest.raises(WireError) as e:
+        decode_raw(x, check_finite=False)
+    assert str(e.value) == f"absurd raw frame size {8 * MAX_SAMPLES + 8}"
+
+
+def test_unknown_flag_message_names_the_unknown_bits():
+    with pytest.raises(WireError) as e:
+        encode(SampleHeader(flags=0x80 | SOB | EOB), _x(2))
+    assert str(e.value) == "unknown flag bits 0x80"
+    f = _good()
+    with pytest.raises(WireError) as e:
+        decode([f[0][:5] + bytes([0x80 | SOB | EOB]) + f[0][6:], f[1]])
+    assert str(e.value) == "unknown flag bits 0x80"
+
+
+def test_payload_length_message():
+    f = _good()
+    with pytest.raises(WireError) as e:
+        decode([f[0], f[1][:-8]])
+    assert str(e.value) == "payload is 72 bytes, header says 10 samples (80 bytes)"
+
+
+@pytest.mark.parametrize(
+    ("rate", "fc"),
+    [(-1.0, 2.4e9), (float("inf"), 2.4e9), (1e6, float("inf")), (1e6, float("nan"))],
+)
+def test_negative_or_non_finite_rate_and_frequency_are_refused(rate, fc):
+    f = _good()
+    head = f[0][:24] + struct.pack("<dd", rate, fc) + f[0][40:]
+    with pytest.raises(WireError) as e:
+        decode([head, f[1]])
+    assert str(e.value) == f"bad sample rate {rate} or centre frequency {fc}"
+
+
+def test_non_finite_samples_are_refused_by_default_on_both_paths():
+    x = _x(10)
+    x[4] = complex(np.nan, 0)
+    head = bytes(encode(SampleHeader(), _x(10))[0])
+    for call in (lambda **k: decode([head, x.tobytes()], **k), lambda **k: decode_raw(x, **k)):
+        with pytest.raises(WireError) as e:
+            call()
+        assert str(e.value) == "non-finite (NaN/inf) samples"
+    assert np.isnan(decode([head, x.tobytes()], check_finite=False).samples[4])
+    assert np.isnan(decode_raw(x, check_finite=False)[4])
+
+
+def test_finite_check_is_silent_on_overflow_and_signalling_nan():
+    """No RuntimeWarning from the fast path: squares that overflow (finite samples) and a
+    signalling NaN from the wire (raises 'invalid' in the dot product)."""
+    import warnings
+
+    from hil.transport.wire import all_finite
+
+    snan = np.frombuffer(np.full(8, 0x7FA00000, "<u4").tobytes(), np.complex64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all_finite(np.full(10, 3e38 + 3e38j, np.complex64))
+        assert not all_finite(snan)
+        with pytest.raises(WireError, match="non-finite"):
+            decode_raw(snan)
+
+
+def test_zmq_frames_decode_like_bytes():
+    h = SampleHeader(seq=9, sample_rate_hz=1e6)
+    x = _x(6)
+    frames = [zmq.Frame(bytes(f)) for f in encode(h, x)]
+    m = decode(frames)
+    assert m.header == SampleHeader(0, 9, 0, 1e6, 0.0, 0, 6)
+    np.testing.assert_array_equal(m.samples, x)
+    np.testing.assert_array_equal(decode_raw(zmq.Frame(x.tobytes())), x)
