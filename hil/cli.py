@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("replay", "play a SigMF recording into the link where a radio would"),
         ("twin", "serve a simulated Pluto over the libiio network protocol (ip:127.0.0.1:30431)"),
         ("dashboard", "serve the live view of a link's telemetry (http://127.0.0.1:8750/)"),
+        ("finetune", "fine-tune the decoder on recordings of the air (encoder as deployed)"),
     ):
         d = sub.add_parser(name, help=helptext, add_help=False)
         d.add_argument("rest", nargs=argparse.REMAINDER)
@@ -197,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-APPS = ("tx", "radio", "rx", "link", "record", "replay", "twin", "dashboard")
+APPS = ("tx", "radio", "rx", "link", "record", "replay", "twin", "dashboard", "finetune")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -140,17 +140,18 @@ def main(argv: list[str] | None = None) -> int:
 def _decoding(a, ckpt):
     """(phy, fingerprint, decoders, references) for the checkpoint; no model with --no-decode."""
     from ..jscc.checkpoint import load_checkpoint, read_meta
+    from ..jscc.finetune import transmitter_fingerprint
     from ..phy import OfdmConfig
 
     if a.no_decode:
         doc = read_meta(ckpt)
-        return OfdmConfig.from_dict(doc["phy"]), bytes.fromhex(doc["fingerprint"]), None, []
+        return OfdmConfig.from_dict(doc["phy"]), transmitter_fingerprint(doc), None, []
     from ..jscc.decoders import Decoders
 
     model, phy, doc, _ = load_checkpoint(ckpt)
     _warm_up(model, (3, a.crop, a.crop))
     refs, _ids = items(a.dataset, a.crop, a.count)
-    return phy, bytes.fromhex(doc["fingerprint"]), Decoders(model), refs
+    return phy, transmitter_fingerprint(doc), Decoders(model), refs
 
 
 def _warm_up(model, shape: tuple[int, int, int]) -> None:
@@ -186,7 +187,14 @@ def _main(a) -> int:
             src.sample_rate or phy.sample_rate_hz,
             0.0,
             hw="ADALM-PLUTO via hil radio",
-            extra_global={"hil:fingerprint": my_fp.hex(), "hil:phy": phy.to_dict()},
+            extra_global={
+                "hil:fingerprint": my_fp.hex(),
+                "hil:phy": phy.to_dict(),
+                # what the references are, so the recording alone pairs frames with images
+                "hil:dataset": a.dataset,
+                "hil:crop": a.crop,
+                "hil:count": a.count,
+            },
         )
     img_dir = Path(a.save_images) if a.save_images else None
     if img_dir:
@@ -334,6 +342,11 @@ def _close_recording(writer, rx: Receiver, src, log) -> None:
         writer.extra["hil:rx_gain_db"] = rc_.get("rx_gain_db")
         writer.extra["hil:tx_gain_db"] = rc_.get("tx_gain_db")
     writer.extra["hil:chunk"] = int(src.first_chunk or 16384)  # replay in the same steps
+    # what the transmitter said it sent (seq -> item id), so the recording alone pairs frames
+    # with images (hil finetune); bounded: a very long run keeps the annotations only
+    sent = sorted((int(m["seq"]), m.get("item_id")) for m in rx.manifest.values())
+    if sent and len(sent) <= 200_000:
+        writer.extra["hil:sent"] = {"seq": [s for s, _ in sent], "item_id": [i for _, i in sent]}
     path = writer.close()
     log.info(
         "recording written: %s (%d samples, %d annotations)",

@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging("tx", a.verbose)
     stop = StopFlag()
     model, phy, doc, _ = load_checkpoint(resolve_checkpoint(a.checkpoint))
-    fp = bytes.fromhex(doc["fingerprint"])
+    from ..jscc.finetune import transmitter_fingerprint
+
+    fp = transmitter_fingerprint(doc)
     if a.sample_rate is not None and abs(a.sample_rate - phy.sample_rate_hz) > 0.5:
         raise ValueError(
             f"--sample-rate {a.sample_rate:g} disagrees with the checkpoint's PHY "
