@@ -38,7 +38,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "hil/transport/wire.py",
         ["tests/transport/test_wire.py", "tests/transport/test_properties.py"],
     ),
-    "accounting": ("hil/apps/accounting.py", ["tests/apps/test_accounting.py"]),
+    "accounting": (
+        "hil/apps/accounting.py",
+        ["tests/apps/test_accounting.py", "tests/apps/test_accounting_inferred.py"],
+    ),
     "checkpoint": ("hil/jscc/checkpoint.py", ["tests/jscc/test_checkpoint.py"]),
     "digital": ("hil/baseline/digital.py", ["tests/baseline/test_baseline.py"]),
     "sim-converters": ("hil/radio/sim.py", ["tests/radio/test_sim.py"]),
@@ -75,6 +78,33 @@ EQUIVALENT: dict[str, str] = {
         "size do not depend on the dtype"
     ),
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
+    # hil/apps/accounting.py
+    "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_18": (
+        "p0 <= h: a header failure never sits at the stream position of a frame whose header "
+        "was read (one detection is one or the other), so h == p0 cannot occur"
+    ),
+    "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_19": "h <= p1: as mutmut_18",
+    "hil.apps.accounting.xǁAccountingǁcompact__mutmut_39": (
+        "h >= end[0]: as _resolve mutmut_18, no failure has the position of a read header"
+    ),
+    "hil.apps.accounting.xǁAccountingǁcompact__mutmut_9": (
+        "k <= end: end also among the older bounds adds the empty interval (end, end)"
+    ),
+    "hil.apps.accounting.xǁAccountingǁcompact__mutmut_24": (
+        'recent[s] = "" instead of None: recent is used for its keys only'
+    ),
+    "hil.apps.accounting.xǁAccountingǁcompact__mutmut_28": "as compact mutmut_24",
+    "hil.apps.accounting.xǁAccountingǁsettle__mutmut_6": 'float("INF") is float("inf")',
+    "hil.apps.accounting.xǁAccountingǁsettle__mutmut_13": (
+        "last bound max(sent) + 2 instead of + 1: no sent seq lies between the two"
+    ),
+    "hil.apps.accounting.xǁAccountingǁobserved__mutmut_4": (
+        "seq < highest: seq == highest then takes the other branch, which adds nothing "
+        "(empty range) and leaves highest as it was"
+    ),
+    "hil.apps.accounting.xǁAccountingǁobserved__mutmut_11": "setdefault(seq) is setdefault(seq, None)",
+    "hil.apps.accounting.xǁAccountingǁobserved__mutmut_19": "as observed mutmut_11",
+    "hil.apps.accounting.xǁAccountingǁobserved__mutmut_30": "as observed mutmut_11",
     # hil/transport/wire.py
     "hil.transport.wire.x_encode__mutmut_24": (
         'payload view cast to "b" instead of "B": the same bytes and nbytes; zmq and '
