@@ -152,8 +152,9 @@ class DigitalCodec:
         return x
 
     def decode(self, y: torch.Tensor, no: torch.Tensor) -> list[bytes | None]:
-        """Equalised symbols [B, n_symbols] and their noise variances [B, n_symbols] -> payloads
-        (None where the CRC fails or the framing is impossible)."""
+        """Equalised symbols y [B, n_symbols] complex (any precision; demapped in complex64) and
+        their noise variances no [B, n_symbols] real (any precision; used as float32, floored
+        at 1e-6) -> [B] payloads (None where the CRC fails or the framing is impossible)."""
         y = y.to(torch.complex64)
         no = no.to(torch.float32).clamp_min(1e-6)
         llr = self.demapper(y, no)
@@ -168,8 +169,9 @@ class DigitalCodec:
         return [self.unframe(row) for row in u]
 
     def unframe(self, bits: np.ndarray) -> bytes | None:
-        """The decoded information bits of one frame, [k] 0/1 (still scrambled), -> the payload,
-        or None where the length is impossible or the CRC-32 does not match."""
+        """The decoded information bits of one frame, [k] 0/1 (still scrambled; real or integer,
+        any dtype, read as float32), -> the payload, or None where the length is impossible or
+        the CRC-32 does not match."""
         row = np.abs(np.asarray(bits, np.float32) - self.scramble).round().astype(np.uint8)
         raw = np.packbits(row).tobytes()
         (length,) = struct.unpack(">H", raw[:2])

@@ -6,11 +6,11 @@ JSCC model uses per image, through the same channel chain at the same SNR,
 and is received by the same ``OfdmReceiver`` (estimated CFO, channel, SNR):
 
 - JSCC: the checkpoint (``hil.jscc.train.evaluate``);
-- each fixed MCS: JPEG or WebP fitted to the MCS's byte budget (the better of
-  the two per image), 5G LDPC, QAM; a CRC failure shows mid-grey; an image
-  that does not fit even at the lowest quality is never sent and shows grey;
+- each fixed MCS: the codecs of ``source.CODECS`` (JPEG, WebP, AVIF, HEIF) fitted to the
+  MCS's byte budget (the best-scoring per image), 5G LDPC, QAM; a CRC failure shows
+  mid-grey; an image that does not fit even at the lowest quality is never sent and shows grey;
 - adaptive MCS: a genie picks, per SNR, the MCS with the best mean PSNR;
-- the bound: per image, the best JPEG/WebP whose size fits
+- the bound: per image, the best of those codecs whose size fits
   k * log2(1 + SNR) bits (the AWGN capacity of the k payload symbols at the
   nominal SNR, an upper bound for the fading channels too), delivered intact.
 """
@@ -51,7 +51,7 @@ def digital_curves(
     """Every MCS in ``mcs_indices`` (default: all) over the PHY and channel, batched.
 
     Args:
-        tiles: [N, 3, H, W] float32 in [0, 1], the images sent.
+        tiles: [N, 3, H, W] float32 in [0, 1] on the CPU, the images sent.
         n_symbols: payload symbols per image (the JSCC's, for a fair comparison).
 
     Returns:
@@ -97,7 +97,8 @@ def digital_curves(
 
 
 def bound_curve(tiles: torch.Tensor, n_symbols: int, snrs: list[float]) -> dict[float, dict]:
-    """Best JPEG/WebP within k * log2(1 + SNR) bits, delivered intact (tiles: [N, 3, H, W] in [0, 1])."""
+    """Best of the codecs in ``source.CODECS`` (JPEG, WebP, AVIF, HEIF) within k * log2(1 + SNR)
+    bits, delivered intact (tiles: [N, 3, H, W] float32 in [0, 1] on the CPU)."""
     imgs = tiles.numpy()
     shape = tuple(imgs.shape[1:])
     out = {}
@@ -155,7 +156,10 @@ def compare(
     mcs_indices: list[int] | None = None,
     progress=None,
 ) -> dict:
-    """Every scheme on every channel: the document ``hil eval --baseline`` prints and plots."""
+    """Every scheme on every channel: the document ``hil eval --baseline`` prints and plots.
+
+    tiles: [N, 3, H, W] float32 in [0, 1] on the CPU (moved to the model's device for JSCC).
+    """
     from ..jscc.train import evaluate
 
     with torch.no_grad():

@@ -48,7 +48,7 @@ def _heif() -> None:
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
-    """[3, H, W] float in [0, 1] -> [H, W, 3] uint8."""
+    """[3, H, W] real in [0, 1] (any float dtype; clipped) -> [H, W, 3] uint8."""
     return (np.clip(np.asarray(img, np.float32), 0, 1).transpose(1, 2, 0) * 255 + 0.5).astype(
         np.uint8
     )
@@ -66,7 +66,8 @@ def encode(img8: np.ndarray, codec: str, quality: int) -> bytes:
 
 
 def decode(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
-    """Bitstream -> [3, H, W] float in [0, 1]; None if it does not decode to that shape."""
+    """Bitstream -> [3, H, W] float32 in [0, 1] (shape = (3, H, W)); None if it does not
+    decode to that shape."""
     _heif()
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -79,7 +80,10 @@ def decode(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
 
 
 def fit(img8: np.ndarray, codec: str, max_bytes: int) -> bytes | None:
-    """The highest-quality bitstream of ``codec`` no longer than ``max_bytes`` (None: none fits)."""
+    """The highest-quality bitstream of ``codec`` no longer than ``max_bytes`` (None: none fits).
+
+    img8: [H, W, 3] uint8 (as :func:`to_uint8` makes).
+    """
     lo, hi = _QUALITY[codec]
     if len(encode(img8, codec, lo)) > max_bytes:  # AVIF/HEIF containers often cannot fit at all
         return None
@@ -95,12 +99,17 @@ def fit(img8: np.ndarray, codec: str, max_bytes: int) -> bytes | None:
 
 
 def psnr_np(a: np.ndarray, b: np.ndarray) -> float:
+    """PSNR in dB of two images of one shape (e.g. [3, H, W]), real in [0, 1], any dtype
+    (computed in float64; MSE floored at 1e-10)."""
     mse = float(np.mean((np.asarray(a, np.float64) - np.asarray(b, np.float64)) ** 2))
     return 10 * np.log10(1.0 / max(mse, 1e-10))
 
 
 def best_fit(img: np.ndarray, max_bytes: int, codecs=CODECS) -> tuple[int, bytes] | None:
-    """(codec index, bitstream) of the better-scoring codec within the budget, or None."""
+    """(codec index, bitstream) of the better-scoring codec within the budget, or None.
+
+    img: [3, H, W] real in [0, 1] (any float dtype); scored by PSNR against its uint8 rounding.
+    """
     img8 = to_uint8(img)
     ref = img8.astype(np.float32).transpose(2, 0, 1) / 255.0
     best = None

@@ -39,7 +39,9 @@ class AWGN(ChannelModule):
         generator: torch.Generator | None = None,
         noise: Tensor | None = None,
     ) -> ChannelOutput:
-        """x: [B, N] complex; snr_db: scalar or [B]; noise: optional CN(0,1) draw [B, N]."""
+        """x: [B, N] complex64/complex128; snr_db: scalar or [B] real; noise: optional CN(0,1)
+        draw [B, N], the dtype of x. Returns y [B, N] of x's dtype; record snr_db, n0, es:
+        [B] real (float32/float64 to match x)."""
         self._check(x)
         b = x.shape[0]
         snr_db = self.snr_db if snr_db is None else snr_db

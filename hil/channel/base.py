@@ -18,7 +18,7 @@ class ChannelOutput:
     """What a channel did.
 
     Attributes:
-        y: [B, N] output samples, same dtype as the input.
+        y: [B, N] complex64/complex128 output samples, the dtype of the input.
         record: realised parameters (gains, noise variance, offsets), tensors of
             shape [B] or [B, ...], so receivers and tests can check against truth.
     """

@@ -101,6 +101,11 @@ class ChannelChain(nn.Module):
         generator: torch.Generator | None = None,
         values: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; snr_db: scalar or [B] real, for every AWGN stage.
+
+        Returns y [B, N] of x's dtype (no stage changes the length) and ``record`` keyed by
+        stage name, each that stage's own record.
+        """
         values = dict(values or {})
         unknown = set(values) - set(self.stages)
         if unknown:

@@ -47,8 +47,16 @@ class BlockFading(ChannelModule):
     def k_linear(self) -> float:
         return 0.0 if self.model == "rayleigh" else 10 ** (self.k_factor_db / 10)
 
-    def draw(self, shape, *, generator, dtype, device) -> Tensor:
-        """Draw gains h of the given shape (complex dtype)."""
+    def draw(
+        self,
+        shape: tuple[int, ...],
+        *,
+        generator: torch.Generator | None,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> Tensor:
+        """Draw gains h: returns [*shape] (in forward [B, n_blocks]) of ``dtype``, complex64
+        or complex128."""
         k = self.k_linear
         g = F.complex_normal(shape, generator=generator, dtype=dtype, device=device)
         if k == 0.0:
@@ -66,7 +74,8 @@ class BlockFading(ChannelModule):
     def forward(
         self, x: Tensor, h: Tensor | None = None, *, generator: torch.Generator | None = None
     ) -> ChannelOutput:
-        """x: [B, N]; h: optional gains [B] or [B, n_blocks]."""
+        """x: [B, N] complex64/complex128; h: optional complex gains [B] or [B, n_blocks]
+        (cast to x's dtype). Returns y [B, N] of x's dtype; record h: [B, n_blocks]."""
         self._check(x)
         b, n = x.shape
         nblk = 1 if self.block_length is None else math.ceil(n / self.block_length)

@@ -46,6 +46,7 @@ def real_dtype_of(dtype: torch.dtype) -> torch.dtype:
 
 
 def check_complex(x: Tensor, name: str = "x") -> None:
+    """Raise unless x is a torch tensor of shape [B, N], dtype complex64 or complex128."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in (torch.complex64, torch.complex128):
@@ -58,9 +59,12 @@ def as_batch_values(value, batch: int, *, like: Tensor, name: str) -> Tensor:
     """A per-call scalar or ``[B]`` value as a real ``[B]`` tensor on ``like``'s device.
 
     Args:
-        value: float, sequence or tensor of shape [] or [B].
+        value: float, sequence or tensor of shape [] or [B], any real dtype.
         batch: B.
-        like: complex tensor whose real dtype and device to use.
+        like: complex64/complex128 tensor (any shape) whose real dtype and device to use.
+
+    Returns:
+        [B] float32 (for complex64 ``like``) or float64 (for complex128); finite.
     """
     rdt = real_dtype_of(like.dtype)
     t = torch.as_tensor(value, dtype=rdt, device=like.device)
@@ -84,7 +88,10 @@ def complex_normal(
     dtype: torch.dtype,
     device: torch.device | str,
 ) -> Tensor:
-    """Circularly-symmetric CN(0, 1) samples: variance 1/2 per real dimension."""
+    """Circularly-symmetric CN(0, 1) samples: variance 1/2 per real dimension.
+
+    ``dtype`` is complex64 or complex128; returns [*shape] of that dtype on ``device``.
+    """
     rdt = real_dtype_of(dtype)
     z = torch.randn((*shape, 2), generator=generator, dtype=rdt, device=_gen_device(generator))
     z = z.to(device) * math.sqrt(0.5)
@@ -100,18 +107,27 @@ def draw_uniform(
     dtype: torch.dtype,
     device: torch.device | str,
 ) -> Tensor:
-    """Uniform real samples in [low, high)."""
+    """Uniform real samples in [low, high).
+
+    ``dtype`` is a real floating dtype (float32/float64); returns [*shape] of that dtype
+    on ``device``.
+    """
     u = torch.rand(shape, generator=generator, dtype=dtype, device=_gen_device(generator))
     return (low + (high - low) * u).to(device)
 
 
 def signal_power(x: Tensor) -> Tensor:
-    """Mean |x|^2 per row. x: [B, N] complex -> [B] real."""
+    """Mean |x|^2 per row (over the last dim). x: [..., N] complex64/complex128 -> [...] real
+    (float32/float64 to match)."""
     return (x.real**2 + x.imag**2).mean(dim=-1)
 
 
 def n0_from_snr_db(snr_db: Tensor, es: Tensor) -> Tensor:
-    """Noise variance per complex sample: N0 = Es / 10^(SNR/10)."""
+    """Noise variance per complex sample: N0 = Es / 10^(SNR/10).
+
+    snr_db, es: real (float32/float64) tensors of broadcastable shapes, in practice [B];
+    returns their broadcast shape ([B]), real.
+    """
     return es / torch.pow(10.0, snr_db / 10.0)
 
 
@@ -119,10 +135,14 @@ def frequency_offset(x: Tensor, cfo_norm: Tensor, phase0: Tensor, start: int = 0
     """Multiply by the phase ramp exp(j(2 pi f n + phi0)), n = start, start+1, ...
 
     Args:
-        x: [B, N] complex.
-        cfo_norm: [B] real, CFO in cycles per sample (cfo_hz / sample_rate_hz).
+        x: [B, N] complex64/complex128.
+        cfo_norm: [B] real (any precision; the phase is computed in float64), CFO in cycles
+            per sample (cfo_hz / sample_rate_hz).
         phase0: [B] real, phase at n = 0 in radians.
         start: index of x[:, 0] in the stream, so chunked calls stay phase-continuous.
+
+    Returns:
+        [B, N], the dtype of x.
     """
     n = torch.arange(start, start + x.shape[-1], device=x.device, dtype=torch.float64)
     # Phase in float64 so long streams keep sub-milliradian accuracy.
@@ -132,7 +152,11 @@ def frequency_offset(x: Tensor, cfo_norm: Tensor, phase0: Tensor, start: int = 0
 
 
 def wiener_phase(increments: Tensor, phase0: Tensor) -> Tensor:
-    """Wiener phase process: phi[n] = phi0 + sum_{m<=n} increments[m]. Shapes [B, N], [B]."""
+    """Wiener phase process: phi[n] = phi0 + sum_{m<=n} increments[m].
+
+    increments: [B, N] real (float32/float64), radians; phase0: [B] real; returns [B, N]
+    real (their promoted dtype).
+    """
     return phase0[:, None] + torch.cumsum(increments, dim=-1)
 
 
@@ -152,13 +176,17 @@ def iq_imbalance_coefficients(gain_db: float, phase_deg: float) -> tuple[complex
 
 
 def iq_imbalance(x: Tensor, gain_db: float, phase_deg: float) -> Tensor:
-    """y = K1 x + K2 conj(x); see :func:`iq_imbalance_coefficients`."""
+    """y = K1 x + K2 conj(x); see :func:`iq_imbalance_coefficients`.
+
+    x: [...] complex64/complex128, any shape (elementwise); returns the same shape and dtype.
+    """
     k1, k2 = iq_imbalance_coefficients(gain_db, phase_deg)
     return k1 * x + k2 * torch.conj(x)
 
 
 def dc_offset(x: Tensor, offset: Tensor) -> Tensor:
-    """y = x + d, d: [B] complex."""
+    """y = x + d. x: [B, N] complex64/complex128; offset d: [B] complex; returns [B, N]
+    (the promoted dtype: that of x when d has the same precision)."""
     return x + offset[:, None]
 
 
@@ -166,9 +194,12 @@ def tapped_delay_line(x: Tensor, taps: Tensor, delays: tuple[int, ...]) -> Tenso
     """y[n] = sum_l taps[l] x[n - delays[l]], output as long as the input.
 
     Args:
-        x: [B, N] complex.
-        taps: [B, L] complex tap gains.
+        x: [B, N] complex64/complex128.
+        taps: [B, L] complex tap gains, the dtype of x.
         delays: L non-negative integer delays in samples.
+
+    Returns:
+        [B, N], the dtype of x.
     """
     y = torch.zeros_like(x)
     n = x.shape[-1]
@@ -195,8 +226,11 @@ def resample(x: Tensor, positions: Tensor, half_width: int = 8) -> Tensor:
     positions reproduce x exactly. Linear in x, so differentiable in x.
 
     Args:
-        x: [B, N] complex.
-        positions: [B, M] real, where to read x (in samples).
+        x: [B, N] complex64/complex128.
+        positions: [B, M] real (float32/float64), where to read x (in samples).
+
+    Returns:
+        [B, M], the dtype of x.
     """
     base = torch.floor(positions)
     frac = positions - base
@@ -220,6 +254,8 @@ def rapp(x: Tensor, saturation: float, smoothness: float, gain: float = 1.0) -> 
 
     |y| = g r / (1 + (g r / A_sat)^(2p))^(1/(2p)), phase kept. Computed from
     r^2 so the gradient is smooth at r = 0.
+
+    x: [...] complex64/complex128, any shape (elementwise); returns the same shape and dtype.
     """
     ratio = (gain**2) * _abs2(x) / saturation**2
     scale = gain * torch.pow(1 + torch.pow(ratio, smoothness), -1.0 / (2 * smoothness))
@@ -230,6 +266,8 @@ def saleh(x: Tensor, alpha_a: float, beta_a: float, alpha_phi: float, beta_phi: 
     """Saleh TWT amplifier model (Saleh 1981), AM/AM and AM/PM.
 
     A(r) = alpha_a r / (1 + beta_a r^2), Phi(r) = alpha_phi r^2 / (1 + beta_phi r^2).
+
+    x: [...] complex64/complex128, any shape (elementwise); returns the same shape and dtype.
     """
     r2 = _abs2(x)
     am = alpha_a / (1 + beta_a * r2)
@@ -247,6 +285,8 @@ def quantize(x: Tensor, bits: int, full_scale: float, surrogate: bool = False) -
     the function returns the clipped signal without rounding, the function
     whose exact derivative the straight-through gradient is; tests use it to
     check that gradient by finite differences.
+
+    x: [...] complex64/complex128, any shape (elementwise); returns the same shape and dtype.
     """
     step = full_scale / 2 ** (bits - 1)
     lo = -(2 ** (bits - 1)) * step

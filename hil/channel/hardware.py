@@ -27,6 +27,8 @@ class IQImbalance(ChannelModule):
         self.phase_deg = float(phase_deg)
 
     def forward(self, x: Tensor, *, generator: torch.Generator | None = None) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; returns y [B, N] of x's dtype; record k1, k2: Python
+        complex."""
         self._check(x)
         k1, k2 = F.iq_imbalance_coefficients(self.gain_db, self.phase_deg)
         return ChannelOutput(F.iq_imbalance(x, self.gain_db, self.phase_deg), {"k1": k1, "k2": k2})
@@ -48,6 +50,8 @@ class DCOffset(ChannelModule):
         *,
         generator: torch.Generator | None = None,
     ) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; offset: complex scalar or [B] complex (cast to x's
+        dtype). Returns y [B, N] of x's dtype; record offset: [B] of x's dtype."""
         self._check(x)
         b = x.shape[0]
         d = complex(self.offset_re, self.offset_im) if offset is None else offset
@@ -95,6 +99,7 @@ class PowerAmplifier(ChannelModule):
         self.alpha_phi, self.beta_phi = float(alpha_phi), float(beta_phi)
 
     def forward(self, x: Tensor, *, generator: torch.Generator | None = None) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; returns y [B, N] of x's dtype."""
         self._check(x)
         if self.model == "rapp":
             y = F.rapp(x, self.saturation, self.smoothness, self.gain)
@@ -123,6 +128,8 @@ class Quantizer(ChannelModule):
         self.surrogate = bool(surrogate)
 
     def forward(self, x: Tensor, *, generator: torch.Generator | None = None) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; returns y [B, N] of x's dtype; record clipped: [B]
+        int64, samples with I or Q at or beyond full scale."""
         self._check(x)
         y = F.quantize(x, self.bits, self.full_scale, surrogate=self.surrogate)
         with torch.no_grad():

@@ -81,8 +81,16 @@ class TappedDelayLine(ChannelModule):
             sum(p * (d - mean) ** 2 for p, d in zip(self.powers, self.delays, strict=True))
         )
 
-    def draw(self, batch: int, *, generator, dtype, device) -> Tensor:
-        """Tap gains [B, L]."""
+    def draw(
+        self,
+        batch: int,
+        *,
+        generator: torch.Generator | None,
+        dtype: torch.dtype,
+        device: torch.device | str,
+    ) -> Tensor:
+        """Tap gains: returns [B, L] (B = ``batch``, L = len(delays)) of ``dtype``, complex64
+        or complex128."""
         g = F.complex_normal(
             (batch, len(self.delays)), generator=generator, dtype=dtype, device=device
         )
@@ -98,7 +106,9 @@ class TappedDelayLine(ChannelModule):
     def forward(
         self, x: Tensor, taps: Tensor | None = None, *, generator: torch.Generator | None = None
     ) -> ChannelOutput:
-        """x: [B, N]; taps: optional [B, L] complex gains for the profile's delays."""
+        """x: [B, N] complex64/complex128; taps: optional [B, L] complex gains for the
+        profile's delays (cast to x's dtype). Returns y [B, N] of x's dtype; record taps:
+        [B, L]."""
         self._check(x)
         if taps is None:
             taps = self.draw(x.shape[0], generator=generator, dtype=x.dtype, device=x.device)

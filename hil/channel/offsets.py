@@ -42,6 +42,8 @@ class CarrierFrequencyOffset(ChannelModule):
         *,
         generator: torch.Generator | None = None,
     ) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; cfo_hz, phase0: scalar or [B] real. Returns y
+        [B, N] of x's dtype; record cfo_hz, phase0: [B] real (float32/float64 to match x)."""
         self._check(x)
         b = x.shape[0]
         rdt = F.real_dtype_of(x.dtype)
@@ -103,7 +105,8 @@ class TimingOffset(ChannelModule):
         *,
         generator: torch.Generator | None = None,
     ) -> ChannelOutput:
-        """x: [B, N]; delay: samples, scalar or [B]."""
+        """x: [B, N] complex64/complex128; delay: samples, scalar or [B] real. Returns y
+        [B, N] of x's dtype; record delay: [B] real (float32/float64 to match x)."""
         self._check(x)
         b, n = x.shape
         rdt = F.real_dtype_of(x.dtype)
@@ -150,6 +153,9 @@ class PhaseNoise(ChannelModule):
         generator: torch.Generator | None = None,
         increments: Tensor | None = None,
     ) -> ChannelOutput:
+        """x: [B, N] complex64/complex128; phase0: scalar or [B] real, radians; increments:
+        optional [B, N] real phase steps (float32/float64). Returns y [B, N] of x's dtype;
+        record phase: [B, N] real."""
         self._check(x)
         b, n = x.shape
         rdt = F.real_dtype_of(x.dtype)

@@ -26,17 +26,21 @@ __all__ = [
 
 
 def complex_to_iq(x: Tensor) -> Tensor:
-    """[B, N] complex -> [B, N, 2] real."""
+    """[..., N] complex64/complex128 -> [..., N, 2] real (float32/float64 to match)."""
     return torch.stack((x.real, x.imag), dim=-1)
 
 
 def iq_to_complex(v: Tensor) -> Tensor:
-    """[B, N, 2] real -> [B, N] complex."""
+    """[..., N, 2] real (float32/float64) -> [..., N] complex (complex64/complex128 to match)."""
     return torch.complex(v[..., 0], v[..., 1])
 
 
 def apply_2x2(v: Tensor, m: Tensor) -> Tensor:
-    """Apply 2x2 real matrices m ([..., 2, 2], broadcast over [B, N]) to (I, Q) vectors v."""
+    """Apply 2x2 real matrices m ([..., 2, 2], broadcast over [B, N]) to (I, Q) vectors v.
+
+    v: [B, N, 2] real (float32/float64); m: [2, 2] or [B, N, 2, 2], the dtype of v; returns
+    [B, N, 2] of that dtype.
+    """
     i, q = v[..., 0], v[..., 1]
     return torch.stack(
         (m[..., 0, 0] * i + m[..., 0, 1] * q, m[..., 1, 0] * i + m[..., 1, 1] * q), dim=-1
@@ -44,25 +48,41 @@ def apply_2x2(v: Tensor, m: Tensor) -> Tensor:
 
 
 def rotate(v: Tensor, gain_re: Tensor, gain_im: Tensor) -> Tensor:
-    """Multiply by complex gains a + jb as [[a, -b], [b, a]] on (I, Q)."""
+    """Multiply by complex gains a + jb as [[a, -b], [b, a]] on (I, Q).
+
+    v: [B, N, 2] real (float32/float64); gain_re, gain_im: [B, N] real, the dtype of v;
+    returns [B, N, 2] of that dtype.
+    """
     m = torch.stack((torch.stack((gain_re, -gain_im), -1), torch.stack((gain_im, gain_re), -1)), -2)
     return apply_2x2(v, m)
 
 
 def real_fading(v: Tensor, h: Tensor) -> Tensor:
-    """Flat fading with h: [B] complex, applied as a real rotation-scaling."""
+    """Flat fading with h: [B] complex, applied as a real rotation-scaling.
+
+    v: [B, N, 2] real (float32/float64); h: [B] complex64/complex128 of matching precision;
+    returns [B, N, 2] of v's dtype.
+    """
     return rotate(v, h.real[:, None].expand(v.shape[:2]), h.imag[:, None].expand(v.shape[:2]))
 
 
 def real_cfo(v: Tensor, cfo_norm: Tensor, phase0: Tensor, start: int = 0) -> Tensor:
-    """CFO phase ramp as cos/sin rotations. cfo_norm, phase0: [B]."""
+    """CFO phase ramp as cos/sin rotations.
+
+    v: [B, N, 2] real (float32/float64); cfo_norm (cycles/sample), phase0 (rad): [B] real;
+    returns [B, N, 2] of v's dtype. The phase is computed in v's dtype (the complex path's
+    :func:`hil.channel.functional.frequency_offset` uses float64).
+    """
     n = torch.arange(start, start + v.shape[1], dtype=v.dtype, device=v.device)
     theta = 2 * math.pi * cfo_norm[:, None] * n[None, :] + phase0[:, None]
     return rotate(v, torch.cos(theta), torch.sin(theta))
 
 
 def real_iq_imbalance(v: Tensor, gain_db: float, phase_deg: float) -> Tensor:
-    """I' = I, Q' = g (Q cos phi - I sin phi) as a fixed 2x2 matrix."""
+    """I' = I, Q' = g (Q cos phi - I sin phi) as a fixed 2x2 matrix.
+
+    v: [..., 2] real (float32/float64), in practice [B, N, 2]; returns the same shape and dtype.
+    """
     g = 10 ** (gain_db / 20)
     phi = math.radians(phase_deg)
     m = torch.tensor(
@@ -75,7 +95,11 @@ REAL_KINDS = ("awgn", "fading", "multipath", "cfo", "phase_noise", "iq_imbalance
 
 
 def real_tdl(v: Tensor, taps: Tensor, delays: tuple[int, ...]) -> Tensor:
-    """Tapped delay line on (I, Q): sum of delayed copies, each rotated by its tap."""
+    """Tapped delay line on (I, Q): sum of delayed copies, each rotated by its tap.
+
+    v: [B, N, 2] real (float32/float64); taps: [B, L] complex (complex64/complex128 of
+    matching precision), one per entry of ``delays``; returns [B, N, 2] of v's dtype.
+    """
     out = torch.zeros_like(v)
     n = v.shape[1]
     for l, d in enumerate(delays):
@@ -90,11 +114,16 @@ def real_tdl(v: Tensor, taps: Tensor, delays: tuple[int, ...]) -> Tensor:
     return out
 
 
-def apply_real_chain(chain, x: Tensor, snr_db, generator: torch.Generator | None = None) -> Tensor:
+def apply_real_chain(
+    chain, x: Tensor, snr_db: float | Tensor | None, generator: torch.Generator | None = None
+) -> Tensor:
     """Apply a ChannelChain to complex x as real arithmetic on (I, Q) pairs.
 
     Realisations are drawn from each stage's own distribution (not the same
     draws as the complex path). Supports the stages in REAL_KINDS.
+
+    chain: a :class:`hil.channel.ChannelChain`; x: [B, N] complex64/complex128; snr_db:
+    scalar or [B] real, or None for each AWGN stage's own; returns [B, N] of x's dtype.
     """
     from . import functional as F
 

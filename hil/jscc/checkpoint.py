@@ -46,6 +46,11 @@ def stem_of(path: str | os.PathLike) -> Path:
 def fingerprint(
     model_cfg: JsccConfig, phy_cfg: OfdmConfig, state: dict[str, torch.Tensor]
 ) -> bytes:
+    """The 8-byte fingerprint of a model configuration, PHY and weights.
+
+    state: name -> tensor of any shape [...] and dtype (the model's float32 weights and
+    buffers; bfloat16 is hashed through its float32 values), any device.
+    """
     h = hashlib.sha256()
     h.update(
         json.dumps(
@@ -73,7 +78,9 @@ def save_checkpoint(
     """Write <stem>.safetensors and <stem>.json; returns the JSON path.
 
     ``meta`` carries channel/training config, data set and history (JSON-serialisable).
-    ``extra`` tensors (optimiser state, RNG states) are stored under their own names.
+    ``extra`` tensors (optimiser state, RNG states: any shape [...], any dtype safetensors
+    stores, e.g. float32 moments, uint8 RNG states, int64 steps) are stored under their own
+    names, moved to the CPU.
     """
     stem = stem_of(path)
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +151,8 @@ def load_checkpoint(
     """Rebuild the model from the JSON config, load and verify its weights.
 
     Returns (model in eval mode, the checkpoint's PHY config, the JSON document,
-    the extra tensors). Raises CheckpointError on anything wrong: missing or
+    the extra tensors: name -> CPU tensor [...] of the dtype it was saved with, e.g. float32,
+    uint8, int64). Raises CheckpointError on anything wrong: missing or
     corrupt files, pickle files, weights that do not match the config, a
     fingerprint mismatch, or a PHY configuration other than ``expect_phy``.
     """

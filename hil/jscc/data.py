@@ -50,7 +50,14 @@ def load_image(path: str | os.PathLike) -> torch.Tensor:
 
 @dataclass
 class ImageSet:
-    """Named images of one split."""
+    """Named images of one split.
+
+    Attributes:
+        name: the data set's name (records which corpus manifest, for checkpoints).
+        split: "train", "test", "whole" or "all".
+        images: one [3, H, W] uint8 tensor per image (H, W vary), on the CPU.
+        ids: one name per image, in the same order.
+    """
 
     name: str
     split: str

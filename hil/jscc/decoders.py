@@ -31,8 +31,15 @@ from ..phy import FrameEvent
 @dataclass
 class Decoded:
     """One finished image: its first frame, every frame it came in (chunks, in order),
-    the image (float32 [3, H, W] in [0, 1]) and whether the payload arrived intact
-    (a digital frame whose CRC failed shows mid-grey and is not intact)."""
+    the image and whether the payload arrived intact (a digital frame whose CRC failed shows
+    mid-grey and is not intact).
+
+    Attributes:
+        first: the image's first frame.
+        events: every frame it came in, chunks in order.
+        image: [3, H, W] float32 in [0, 1], on the CPU.
+        intact: False where the payload did not arrive whole (shown mid-grey).
+    """
 
     first: FrameEvent
     events: list[FrameEvent]

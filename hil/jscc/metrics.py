@@ -8,7 +8,8 @@ from torch import Tensor
 
 
 def psnr(x: Tensor, y: Tensor) -> Tensor:
-    """PSNR in dB per image for [B, C, H, W] in [0, 1] (peak 1); identical images -> 100 dB cap."""
+    """PSNR in dB per image for x, y [B, C, H, W] real (float32/float64) in [0, 1] (peak 1);
+    returns [B] of their dtype; identical images -> 100 dB cap."""
     mse = ((x - y) ** 2).flatten(1).mean(1)
     return 10 * torch.log10(1.0 / mse.clamp_min(1e-10))
 
@@ -23,7 +24,9 @@ def _gauss(size: int = 11, sigma: float = 1.5, dtype=torch.float32, device="cpu"
 def ssim(x: Tensor, y: Tensor, window: int = 11, sigma: float = 1.5) -> Tensor:
     """SSIM per image (Wang, Bovik, Sheikh & Simoncelli 2004): Gaussian window 11, sigma 1.5,
     K1 = 0.01, K2 = 0.03, data range 1, mean over channels and valid positions.
-    Images smaller than the window use a window of their size."""
+    Images smaller than the window use a window of their size.
+
+    x, y: [B, C, H, W] real (float32/float64) in [0, 1]; returns [B] of x's dtype."""
     c = x.shape[1]
     window = min(window, x.shape[-1], x.shape[-2])
     w = _gauss(window, sigma, x.dtype, x.device).expand(c, 1, window, window)
@@ -45,9 +48,10 @@ MS_SSIM_MIN_SIDE = 161  # five scales of an 11-tap window: the side must exceed 
 
 def ms_ssim(x: Tensor, y: Tensor) -> Tensor:
     """MS-SSIM per image (Wang, Simoncelli & Bovik 2003; five scales, weights 0.0448 ..
-    0.1333, Gaussian window 11, sigma 1.5) for [B, 3, H, W] float in [0, 1], computed by
-    ``pytorch_msssim``. Defined only for images whose sides exceed 160 pixels: smaller ones
-    (a 32x32 tile) raise ValueError rather than get a non-standard variant."""
+    0.1333, Gaussian window 11, sigma 1.5) for x, y [B, 3, H, W] real in [0, 1] (any float
+    dtype; computed in float32), computed by ``pytorch_msssim``; returns [B] float32. Defined
+    only for images whose sides exceed 160 pixels: smaller ones (a 32x32 tile) raise
+    ValueError rather than get a non-standard variant."""
     if min(x.shape[-2:]) < MS_SSIM_MIN_SIDE:
         raise ValueError(
             f"MS-SSIM needs images of at least {MS_SSIM_MIN_SIDE}x{MS_SSIM_MIN_SIDE} "

@@ -116,7 +116,8 @@ class JsccConfig:
 
 
 def power_normalize(z: Tensor) -> Tensor:
-    """[B, k] complex -> same with mean |z|^2 = 1 per row (exactly, up to rounding)."""
+    """[B, k] complex64/complex128 -> [B, k] of the same dtype with mean |z|^2 = 1 per row
+    (exactly, up to rounding)."""
     p = (z.real**2 + z.imag**2).mean(dim=1, keepdim=True)
     return z / torch.sqrt(p.clamp_min(1e-12)).to(z.dtype)
 
@@ -144,6 +145,8 @@ class BdEncoder(nn.Module):
         )  # fmt: skip
 
     def forward(self, x: Tensor) -> Tensor:
+        """x: [B, 3, H, W] float32 in [0, 1] (H, W divisible by 4) -> [B, k] complex64,
+        k = c/2 * H/4 * W/4, unit mean power per row."""
         z = self.net(x - 0.5)  # [B, c, H/4, W/4]
         b = z.shape[0]
         z = z.reshape(b, 2, -1)  # first half of the channels -> I, second half -> Q
@@ -160,6 +163,8 @@ class AFModule(nn.Module):
         )
 
     def forward(self, f: Tensor, snr_db: Tensor) -> Tensor:
+        """f: [B, ch, h, w] float32 features; snr_db: [B] float32 -> [B, ch, h, w] float32,
+        f gated per channel."""
         ctx = torch.cat([f.mean(dim=(2, 3)), (snr_db / 20.0)[:, None]], dim=1)
         return f * self.mlp(ctx)[:, :, None, None]
 
@@ -193,6 +198,9 @@ class BdDecoder(nn.Module):
         shape: tuple[int, int, int],
         symbol_gain: Tensor | None = None,
     ) -> Tensor:
+        """symbols: [B, k] complex64; snr_db: [B] real (cast to float32); shape: (3, H, W);
+        symbol_gain: [B, k] real, linear (needed with ``use_symbol_gain``) -> [B, 3, H, W]
+        float32 in [0, 1]."""
         z = _symbols_to_planes(symbols, self.cfg, shape, symbol_gain)
         f = z
         for i, blk in enumerate(self.blocks):
@@ -234,6 +242,7 @@ class GDN(nn.Module):
         self.gamma_p = nn.Parameter(torch.eye(ch) * math.sqrt(0.1))
 
     def forward(self, x: Tensor) -> Tensor:
+        """x: [B, ch, H, W] float32 -> [B, ch, H, W] float32."""
         beta = self.beta_p**2 + 1e-6
         gamma = (self.gamma_p**2)[:, :, None, None]
         norm = torch.sqrt(F.conv2d(x * x, gamma, beta))
@@ -250,6 +259,7 @@ class ResBlock(nn.Module):
         )
 
     def forward(self, x: Tensor) -> Tensor:
+        """x: [B, ch, H, W] float32 -> [B, ch, H, W] float32."""
         return x + self.body(x)
 
 
@@ -268,6 +278,8 @@ class ResGdnEncoder(nn.Module):
         )  # fmt: skip
 
     def forward(self, x: Tensor) -> Tensor:
+        """x: [B, 3, H, W] float32 in [0, 1] (H, W divisible by 4) -> [B, k] complex64,
+        k = c/2 * H/4 * W/4, unit mean power per row."""
         z = self.net(x - 0.5)  # [B, c, H/4, W/4]
         z = z.reshape(z.shape[0], 2, -1)  # first half of the channels -> I, second half -> Q
         return power_normalize(torch.complex(z[:, 0], z[:, 1]))
@@ -303,6 +315,9 @@ class ResGdnDecoder(nn.Module):
         shape: tuple[int, int, int],
         symbol_gain: Tensor | None = None,
     ) -> Tensor:
+        """symbols: [B, k] complex64; snr_db: [B] real (cast to float32); shape: (3, H, W);
+        symbol_gain: [B, k] real, linear (needed with ``use_symbol_gain``) -> [B, 3, H, W]
+        float32 in [0, 1]."""
         f = self.head(_symbols_to_planes(symbols, self.cfg, shape, symbol_gain))
         snr = snr_db.to(f.dtype)
         stages = [*self.blocks, self.up1, self.fine]

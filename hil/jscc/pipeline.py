@@ -79,6 +79,9 @@ class JsccLink(nn.Module):
         return self._surrogate
 
     def channel(self, frames: Tensor, snr_db: Tensor, generator: torch.Generator | None) -> Tensor:
+        """The chain in this link's ``grad_mode``: frames [B, L] complex64/complex128 (whole
+        frames, or the bare symbols [B, k] off the PHY); snr_db: [B] real -> [B, L] of the
+        frames' dtype."""
         if self.grad_mode == "complex":
             return self.chain(frames, snr_db, generator=generator).y
         if self.grad_mode == "real":
@@ -94,7 +97,7 @@ class JsccLink(nn.Module):
         generator: torch.Generator | None = None,
         surrogate: bool = False,
     ) -> LinkOutput:
-        """x: [B, 3, H, W] float32 in [0, 1]; snr_db: [B] float32."""
+        """x: [B, 3, H, W] float32 in [0, 1]; snr_db: [B] float32 (the channel's Es/N0)."""
         shape = tuple(x.shape[1:])
         s = self.model.encoder(x)
         if surrogate:

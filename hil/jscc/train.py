@@ -174,7 +174,11 @@ def evaluate(
     equalizer: str = "mmse",
 ) -> dict[float, dict[str, float]]:
     """Mean PSNR/SSIM, colour shift (8-bit levels, per channel R, G, B, and its mean absolute
-    value) and the mean SNR estimate per SNR on held-out tiles, through the full path."""
+    value) and the mean SNR estimate per SNR on held-out tiles, through the full path.
+
+    tiles: [N, 3, H, W] float32 in [0, 1], any device (moved to the model's, ``batch`` at a
+    time).
+    """
     device = next(model.parameters()).device
     link = JsccLink(model, phy, ChannelChain.from_tables(list(channel)), equalizer=equalizer).to(
         device

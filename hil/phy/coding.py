@@ -60,7 +60,8 @@ def _trellis():
 
 
 def conv_encode(bits: np.ndarray) -> np.ndarray:
-    """bits: [n] {0,1} -> [2 (n + 6)] coded bits, terminated with six zero tail bits."""
+    """bits: [n] {0,1}, any integer or bool dtype -> [2 (n + 6)] uint8 coded bits, terminated
+    with six zero tail bits."""
     nxt, out, _, _ = _trellis()
     bits = np.concatenate([np.asarray(bits, np.int64), np.zeros(TAIL, np.int64)])
     coded = np.empty(2 * len(bits), np.uint8)
@@ -75,7 +76,8 @@ def viterbi_decode(llr: np.ndarray) -> np.ndarray:
     """Soft-decision Viterbi on a terminated trellis, vectorised over a batch.
 
     Args:
-        llr: [2 (n + 6)] or [B, 2 (n + 6)] log-likelihood ratios of the coded bits.
+        llr: [2 (n + 6)] or [B, 2 (n + 6)] log-likelihood ratios of the coded bits, real
+            (any precision; computed in float64).
     Returns:
         [n] or [B, n] decoded bits (uint8).
     """
@@ -121,7 +123,8 @@ def invert_hard(coded: np.ndarray) -> np.ndarray | None:
     invertible by a recursion over GF(2); re-encoding then checks the second
     stream. When hard decisions contain no error (most headers above ~10 dB),
     this replaces the Viterbi search; otherwise the caller falls back to it.
-    coded: [2 (n + 6)] hard bits -> [n] bits or None.
+    coded: [2 (n + 6)] hard bits {0,1} (any integer dtype; read as uint8) -> [n] uint8 bits
+    or None.
     """
     c = np.asarray(coded, np.uint8)
     c0 = c[0::2].tolist()
@@ -147,11 +150,15 @@ def invert_hard(coded: np.ndarray) -> np.ndarray | None:
 
 
 def repetition_encode(bits: np.ndarray, times: int = 2) -> np.ndarray:
-    """Reference code of the same rate for the header-error comparison."""
+    """Reference code of the same rate for the header-error comparison.
+
+    bits: [n] {0,1} (any integer dtype) -> [times * n] uint8, each bit repeated in place.
+    """
     return np.repeat(np.asarray(bits, np.uint8), times)
 
 
 def repetition_decode(llr: np.ndarray, times: int = 2) -> np.ndarray:
+    """llr: [times * n] real LLRs (any precision), repeats adjacent -> [n] uint8 bits."""
     return (np.asarray(llr).reshape(-1, times).sum(1) < 0).astype(np.uint8)
 
 
@@ -161,6 +168,8 @@ def interleaver(n: int, cols: int = 16) -> np.ndarray:
 
     Spreads adjacent coded bits across subcarriers and symbols so that a
     frequency-selective fade does not hit a burst of them.
+
+    Returns [n] int64, a permutation of 0..n-1 (cached: do not modify).
     """
     rows = -(-n // cols)
     idx = np.arange(rows * cols).reshape(rows, cols).T.ravel()

@@ -29,7 +29,8 @@ class FrameBuilder:
         self._lts = lts_time(self.cfg)
 
     def payload_grid(self, symbols: Tensor) -> Tensor:
-        """[B, k] -> [B, S, n_data], zero padded to whole OFDM symbols."""
+        """symbols [B, k] (complex64/complex128, or any dtype) -> [B, S, n_data] of the same
+        dtype, zero padded to whole OFDM symbols."""
         b, k = symbols.shape
         s = self.cfg.payload_symbols(k)
         pad = s * self.cfg.n_data - k
@@ -41,9 +42,14 @@ class FrameBuilder:
         """Frames [B, frame_len(k)] (same dtype as ``symbols``: [B, k] complex).
 
         Args:
-            symbols: payload, any complex values (the JSCC's are unit mean power).
-            header_bpsk: [B, header_symbols, n_data] real +-1, or None for an
-                all-zero-bits header (training, where the header carries nothing).
+            symbols: [B, k] complex64/complex128 payload, any complex values (the JSCC's are
+                unit mean power).
+            header_bpsk: [B, header_symbols, n_data] real +-1 (any real dtype; cast to the
+                dtype of ``symbols``), or None for an all-zero-bits header (training, where
+                the header carries nothing).
+
+        Returns:
+            [B, frame_len(k)], the dtype of ``symbols``, on its device.
         """
         if not torch.is_complex(symbols) or symbols.dim() != 2:
             raise ValueError(
@@ -60,7 +66,8 @@ class FrameBuilder:
         return torch.cat([pre, hdr, pay], dim=-1)
 
     def build_numpy(self, symbols: np.ndarray, header: Header) -> np.ndarray:
-        """One frame for the air: symbols [k] complex -> [frame_len(k)] complex64 (unit power, unscaled)."""
+        """One frame for the air: symbols [k] complex (any precision; built in complex64) ->
+        [frame_len(k)] complex64 (unit power, unscaled)."""
         if header.payload_len != len(symbols):
             raise ValueError(
                 f"header.payload_len={header.payload_len} but {len(symbols)} symbols given"
@@ -71,7 +78,11 @@ class FrameBuilder:
 
 
 def clip_amplitude(x: Tensor, limit: float | Tensor) -> Tensor:
-    """Soft-limiter: |y| = min(|x|, limit), phase kept (differentiable almost everywhere)."""
+    """Soft-limiter: |y| = min(|x|, limit), phase kept (differentiable almost everywhere).
+
+    x: [...] complex64/complex128, any shape (elementwise); limit: float or real tensor
+    broadcastable to x; returns the shape and dtype of x.
+    """
     mag = x.abs()
     scale = torch.where(mag > limit, limit / mag.clamp_min(1e-30), torch.ones_like(mag))
     return x * scale.to(x.dtype)
@@ -86,6 +97,9 @@ def to_full_scale(
     clipped (peak-limited), and with ``clip_papr_db`` clipped further at
     that ratio above the unclipped RMS (PAPR control by clipping). Returns the samples
     (complex64) and what happened: fraction clipped, PAPR before/after.
+
+    x: [n] complex, any precision (cast to complex64; any shape is scaled as a whole);
+    returns ([n] complex64, stats dict of floats).
     """
     x = np.asarray(x, np.complex64)
     rms = 10 ** (rms_dbfs / 20)

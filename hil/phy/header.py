@@ -122,7 +122,7 @@ def _check_fits(cfg: OfdmConfig) -> int:
 
 
 def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
-    """Header -> [header_symbols * n_data] coded, interleaved bits (zero padded)."""
+    """Header -> [header_symbols * n_data] uint8 coded, interleaved bits (zero padded)."""
     n = _check_fits(cfg)
     bits = np.unpackbits(np.frombuffer(header.pack(), np.uint8))
     coded = conv_encode(bits)
@@ -132,12 +132,13 @@ def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
 
 
 def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
-    """BPSK symbols [header_symbols, n_data] real +-1."""
+    """BPSK symbols [header_symbols, n_data] float64 (real +-1)."""
     return (1.0 - 2.0 * encode_header_bits(header, cfg)).reshape(cfg.header_symbols, cfg.n_data)
 
 
 def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
-    """Soft bits [B, header_symbols * n_data] -> hard header bits [B, HEADER_BITS] (batched Viterbi).
+    """Soft bits [B, header_symbols * n_data] real (any precision; LLR, positive for bit 0) ->
+    hard header bits [B, HEADER_BITS] uint8 (batched Viterbi).
 
     Non-finite LLRs are zeroed (erasures); the CRC then decides.
     """
@@ -167,12 +168,14 @@ def _crc_ok(bits: np.ndarray) -> bool:
 
 
 def parse_header_bits(bits: np.ndarray) -> Header:
-    """[HEADER_BITS] hard bits -> Header, or HeaderError."""
+    """[HEADER_BITS] hard bits {0,1} (any integer or bool dtype; read as uint8) -> Header, or
+    HeaderError."""
     return Header.unpack(np.packbits(np.asarray(bits, np.uint8)).tobytes())
 
 
 def decode_header_llr(llr: np.ndarray, cfg: OfdmConfig) -> Header:
-    """Soft bits [header_symbols * n_data] of one frame -> Header, or HeaderError."""
+    """Soft bits [header_symbols * n_data] of one frame, real (any precision; any shape with
+    that many elements is flattened) -> Header, or HeaderError."""
     llr = np.asarray(llr, np.float64).ravel()
     if llr.size != coded_bits_capacity(cfg):
         raise HeaderError(f"expected {coded_bits_capacity(cfg)} header LLRs, got {llr.size}")

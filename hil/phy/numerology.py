@@ -80,19 +80,25 @@ class OfdmConfig:
     # --- subcarrier maps (signed indices and FFT bins) ---------------------------
     @cached_property
     def used(self) -> np.ndarray:
+        """[n_used] int64 signed indices of the used subcarriers, -used_half..used_half
+        without DC, ascending (cached: do not modify)."""
         k = np.arange(-self.used_half, self.used_half + 1)
         return k[k != 0]
 
     @cached_property
     def data_carriers(self) -> np.ndarray:
+        """[n_data] int64 signed indices of the data subcarriers (used minus pilots),
+        ascending."""
         return np.array([k for k in self.used if k not in self.pilots])
 
     @cached_property
     def pilot_carriers(self) -> np.ndarray:
+        """[n_pilots] int64 signed indices of the pilot subcarriers, ascending."""
         return np.array(sorted(self.pilots))
 
     def bins(self, k: np.ndarray) -> np.ndarray:
-        """Signed subcarrier indices -> FFT bin indices."""
+        """Signed subcarrier indices k [...] (integer) -> FFT bin indices [...] in 0..N-1,
+        same shape and integer dtype (int64 for the maps above)."""
         return np.mod(k, self.fft_size)
 
     @property

@@ -20,7 +20,10 @@ def _index(cfg: OfdmConfig, k: np.ndarray, device) -> Tensor:
 
 
 def map_resources(cfg: OfdmConfig, data: Tensor, first_symbol: int = 0) -> Tensor:
-    """Data symbols [B, S, n_data] -> frequency grid [B, S, N] with pilots, scaled by a."""
+    """Data symbols [B, S, n_data] -> frequency grid [B, S, N] with pilots, scaled by a.
+
+    data: complex64/complex128; returns the same dtype.
+    """
     b, s, nd = data.shape
     if nd != cfg.n_data:
         raise ValueError(f"data must have {cfg.n_data} symbols per OFDM symbol, got {nd}")
@@ -32,14 +35,19 @@ def map_resources(cfg: OfdmConfig, data: Tensor, first_symbol: int = 0) -> Tenso
 
 
 def modulate(cfg: OfdmConfig, grid: Tensor) -> Tensor:
-    """Frequency grid [B, S, N] -> time samples [B, S (N + CP)] with cyclic prefix."""
+    """Frequency grid [B, S, N] -> time samples [B, S (N + CP)] with cyclic prefix.
+
+    grid: complex64/complex128; returns the same dtype.
+    """
     t = torch.fft.ifft(grid, dim=-1, norm="ortho")
     t = torch.cat([t[..., -cfg.cp_len :], t], dim=-1)
     return t.reshape(grid.shape[0], -1)
 
 
 def demodulate(cfg: OfdmConfig, x: Tensor, n_symbols: int) -> Tensor:
-    """Time samples [B, >= S (N + CP)] starting at a CP -> grid [B, S, N].
+    """Time samples [B, >= S (N + CP)] starting at a CP -> grid [B, S, N] (S = n_symbols).
+
+    x: complex64/complex128; returns the same dtype.
 
     The FFT window starts ``fft_backoff`` samples before the end of each CP.
     """
@@ -51,8 +59,9 @@ def demodulate(cfg: OfdmConfig, x: Tensor, n_symbols: int) -> Tensor:
     return torch.fft.fft(sym[..., start : start + cfg.fft_size], dim=-1, norm="ortho")
 
 
-def backoff_phase(cfg: OfdmConfig, device, dtype) -> Tensor:
-    """Per-bin phase exp(-j 2 pi k b / N) that an FFT window b samples early adds; [N]."""
+def backoff_phase(cfg: OfdmConfig, device: torch.device | str, dtype: torch.dtype) -> Tensor:
+    """Per-bin phase exp(-j 2 pi k b / N) that an FFT window b samples early adds; [N] of
+    ``dtype`` (complex64/complex128; computed in float64), on ``device``."""
     k = torch.arange(cfg.fft_size, device=device, dtype=torch.float64)
     ph = -2 * np.pi * k * cfg.fft_backoff / cfg.fft_size
     return torch.polar(torch.ones_like(ph), ph).to(dtype)

@@ -37,18 +37,23 @@ from .sequences import carrier_scale, lts_freq, pilot_values
 class RxResult:
     """Per-frame receive outputs (batched).
 
+    Complex fields have the input's dtype (complex64 or complex128), real ones its real
+    dtype (float32 or float64).
+
     Attributes:
-        symbols: [B, k] equalised payload symbols.
-        h: [B, N] channel estimate per FFT bin (zero on unused bins), in units
-            where an ideal channel is 1.
-        n0: [B] noise variance per complex sample.
-        snr_db: [B] Es/N0 per complex time-domain sample.
-        cfo_norm: [B] CFO estimated from the long training field, cycles/sample.
-        evm_pilots: [B] RMS EVM of the tracked pilots (linear, 1 = 0 dB).
-        symbol_gain: [B, k] post-equalisation SNR of each payload symbol (linear).
-        header_llr: [B, header_symbols * n_data] LLRs of the header bits.
-        pilots: [B, S * P] the pilots after tracking and ZF (ideally +-1), for a constellation
-            display; None where a stand-in (the surrogate) has none.
+        symbols: [B, k] complex64/complex128 equalised payload symbols.
+        h: [B, N] complex64/complex128 channel estimate per FFT bin (zero on unused bins), in
+            units where an ideal channel is 1.
+        n0: [B] float32/float64 noise variance per complex sample.
+        snr_db: [B] float32/float64 Es/N0 per complex time-domain sample.
+        cfo_norm: [B] float32/float64 CFO estimated from the long training field, cycles/sample.
+        evm_pilots: [B] float32/float64 RMS EVM of the tracked pilots (linear, 1 = 0 dB).
+        symbol_gain: [B, k] float32/float64 post-equalisation SNR of each payload symbol
+            (linear).
+        header_llr: [B, header_symbols * n_data] float32/float64 LLRs of the header bits.
+        pilots: [B, S * P] complex64/complex128 pilots after tracking and ZF, sign-corrected
+            by the known pilot values (ideally all 1 + 0j), for a constellation display; None
+            where a stand-in (the surrogate) has none.
     """
 
     symbols: Tensor
@@ -162,9 +167,9 @@ class OfdmReceiver(nn.Module):
         return self(x[:, self.cfg.sts_len :], n_payload)
 
     def forward(self, x: Tensor, n_payload: int) -> RxResult:
-        """x: [B, >= lts_len + header_len + S symbol_len] complex from the LTS start (the stream
-        receiver cuts there after detection; from the frame start use ``receive_frame``);
-        n_payload: k."""
+        """x: [B, >= lts_len + header_len + S symbol_len] complex64/complex128 from the LTS
+        start (the stream receiver cuts there after detection; from the frame start use
+        ``receive_frame``); n_payload: k. Returns an :class:`RxResult` in x's precision."""
         c = self.cfg
         if not torch.is_complex(x) or x.dim() != 2:
             raise ValueError(f"x must be [B, L] complex, got {x.dtype} {tuple(x.shape)}")

@@ -58,12 +58,13 @@ def _design(cfg: OfdmConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sts_freq(cfg: OfdmConfig) -> np.ndarray:
-    """Short training symbol in the frequency domain, [N] complex, unit time-domain power."""
+    """Short training symbol in the frequency domain, [N] complex128, unit time-domain power."""
     return _design(cfg)[0].copy()
 
 
 def lts_freq(cfg: OfdmConfig) -> np.ndarray:
-    """Long training symbol values on the FFT bins, [N]: +-1 on used bins, 0 elsewhere."""
+    """Long training symbol values on the FFT bins, [N] complex128 (real valued): +-1 on used
+    bins, 0 elsewhere."""
     return _design(cfg)[1].copy()
 
 
@@ -101,7 +102,7 @@ def _mseq127() -> np.ndarray:
 
 
 def pilot_values(cfg: OfdmConfig, n_symbols: int, first: int = 0) -> np.ndarray:
-    """Pilot values [n_symbols, n_pilots] real +-1 for symbols first .. first + n_symbols - 1.
+    """Pilot values [n_symbols, n_pilots] float64 +-1 for symbols first .. first + n_symbols - 1.
 
     Symbol index 0 is the first header symbol; payload symbols continue the count.
     """

@@ -39,7 +39,8 @@ class FrameEvent:
         symbol_gain: [k] float32 post-equalisation SNR per symbol (linear).
         h: [N] complex64 channel estimate per FFT bin.
         snr_db: Es/N0 estimate; evm_pilots: RMS pilot EVM (linear).
-        pilots: equalised pilots, sign-corrected to +1 (ideally all 1 + 0j), for displays.
+        pilots: [S * P] complex64 equalised pilots of the frame's S OFDM symbols (header and,
+            for ok frames, payload), sign-corrected to +1 (ideally all 1 + 0j), for displays.
     """
 
     status: str
@@ -110,7 +111,8 @@ class FrameReceiver:
         return self._base + len(self._buf)
 
     def push(self, chunk: np.ndarray) -> list[FrameEvent]:
-        """Feed samples ([n] complex64); returns the frames completed by them, in stream order."""
+        """Feed samples ([n] complex64; other complex dtypes are cast, real ones refused);
+        returns the frames completed by them, in stream order."""
         chunk = np.asarray(chunk)
         if chunk.ndim != 1:
             raise ValueError(f"chunk must be 1-D, got shape {chunk.shape}")
@@ -310,5 +312,6 @@ def _row(res: RxResult, i: int) -> dict:
 
 
 def viterbi_decode_batch(header_llr: torch.Tensor, cfg: OfdmConfig) -> np.ndarray:
-    """[B, header LLRs] -> [B, header bits], or raises nothing: bad rows decode to bits the CRC rejects."""
+    """header_llr [B, header_symbols * n_data] real (float32/float64) -> [B, HEADER_BITS] uint8
+    bits, or raises nothing: bad rows decode to bits the CRC rejects."""
     return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg)

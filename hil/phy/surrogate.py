@@ -51,7 +51,7 @@ def _abs2(x: Tensor) -> Tensor:
 
 
 class ReceiverSurrogate(nn.Module):
-    """Symbols [B, k] complex64 + SNR [B] dB -> the receiver's ``RxResult`` (symbols,
+    """Symbols [B, k] complex64/complex128 + SNR [B] dB -> the receiver's ``RxResult`` (symbols,
     channel estimate, noise variance, SNR estimate, per-symbol gain) drawn per subcarrier.
 
     Args:
@@ -96,7 +96,8 @@ class ReceiverSurrogate(nn.Module):
         self.register_buffer("signed_k", torch.where(k >= n // 2, k - n, k), persistent=False)
 
     def response(self, taps: Tensor) -> Tensor:
-        """Taps [B, L] complex -> frequency response [B, N] as the receiver's FFT sees it."""
+        """Taps [B, L] complex64/complex128 -> frequency response [B, N] of the same dtype, as
+        the receiver's FFT sees it (only with a multipath stage)."""
         delays = torch.as_tensor(self.multipath.delays, dtype=torch.float64, device=taps.device)
         d = delays + self.cfg.fft_backoff
         ph = -2 * math.pi * self.signed_k.to(taps.device)[:, None] * d[None, :] / self.cfg.fft_size
@@ -106,7 +107,10 @@ class ReceiverSurrogate(nn.Module):
     def forward(
         self, symbols: Tensor, snr_db: Tensor, generator: torch.Generator | None = None
     ) -> RxResult:
-        """symbols: [B, k] complex; snr_db: [B] float (Es/N0 per complex sample)."""
+        """symbols: [B, k] complex64/complex128; snr_db: [B] or scalar, real (Es/N0 per complex
+        sample; cast to the symbols' real dtype). Returns an :class:`RxResult` in the symbols'
+        precision: symbols [B, k], h [B, N], n0/snr_db [B], symbol_gain [B, k];
+        cfo_norm and evm_pilots [B] zeros, header_llr [B, 0], pilots None."""
         if not torch.is_complex(symbols) or symbols.dim() != 2:
             raise ValueError(f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}")
         c, rx = self.cfg, self.rx

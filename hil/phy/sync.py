@@ -77,7 +77,9 @@ class StreamSync:
     def metric(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Block-rate Schmidl-Cox metric for windows starting at r[0], r[L], ...
 
-        Returns (M [nb], P [nb]) for every window fully inside r.
+        r: [n] complex (complex64 from the stream; any precision, sums in complex128/float64).
+        Returns (M [nb] float64, P [nb] complex128) for every window fully inside r (both
+        empty when r is shorter than a window).
         """
         L, W = self.L, self.W
         nblk = (len(r) - L) // L
@@ -104,6 +106,9 @@ class StreamSync:
 
         Returns None if the LTS is not there (false alarm) or not yet in ``r``
         (the caller checks :meth:`needed_after` first).
+
+        r: [n] complex (complex64 from the stream; any precision, computed in complex128);
+        p: the window's autocorrelation P (a Python complex).
         """
         c = self.cfg
         coarse = math.atan2(p.imag, p.real) / (2 * math.pi * self.L)

@@ -93,7 +93,8 @@ class SigMFWriter:
     def write(
         self, samples: np.ndarray, global_index: int | None = None, flags_note: str | None = None
     ) -> int:
-        """Append samples (complex64); ``global_index`` = device sample index of samples[0].
+        """Append samples ([n] complex64; other dtypes are cast to it); ``global_index`` = device
+        sample index of samples[0].
 
         Returns the file index of samples[0]. A jump in the global index starts a new capture
         and annotates the samples lost.
@@ -263,7 +264,9 @@ class SigMFReader:
         return default if v is None else v
 
     def read(self, start: int, count: int) -> np.ndarray:
-        """Samples [start, start + count) as complex64 at full scale 1.0."""
+        """Samples [start, start + count) as [m] complex64 at full scale 1.0, m <= count: the
+        range is clipped to the recording (m = 0 outside it). ci16 recordings are scaled by
+        the full scale in their metadata."""
         start, stop = max(0, start), min(self.n, start + count)
         if stop <= start:
             return np.zeros(0, np.complex64)

@@ -146,7 +146,10 @@ class SampleSender:
         offset: int | None = None,
         timeout_s: float | None = None,
     ) -> bool:
-        """Send one message; blocks while the receiver's queue is full (up to timeout_s). False on timeout."""
+        """Send one message; blocks while the receiver's queue is full (up to timeout_s). False on timeout.
+
+        samples: [n] complex64 (other dtypes are cast to it; framed mode refuses other shapes).
+        """
         samples = np.ascontiguousarray(samples, dtype=np.complex64)
         if offset is not None:
             self.offset = offset

@@ -85,7 +85,8 @@ class SampleMessage:
 def encode(header: SampleHeader, samples: np.ndarray) -> list:
     """-> [header bytes, payload] ready for ``send_multipart(..., copy=False)``.
 
-    The payload is the array's own buffer (zero-copy) when it is C-contiguous complex64.
+    samples: [n] complex64 (anything else raises WireError). The payload is the array's own
+    buffer (zero-copy) when it is C-contiguous.
     """
     samples = np.asarray(samples)
     if samples.dtype != np.complex64 or samples.ndim != 1:
@@ -106,6 +107,8 @@ def all_finite(samples: np.ndarray) -> bool:
     A float32 dot product is finite only if every term is (one fast pass); when
     it is not, an exact element check decides (finite values so large that
     their squares overflow are still accepted).
+
+    samples: [n] complex64, C-contiguous (viewed as [2 n] float32: no other dtype is valid).
     """
     v = samples.view(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
