@@ -102,6 +102,8 @@ class FrameReceiver:
         self._buf = np.zeros(0, np.complex64)
         self._base = 0  # absolute index of _buf[0]
         self._scan = 0  # absolute index where the next detection window starts
+        self._rewound_to = -1  # the last frame end the scan went back to (echo removed)
+        self._emitted_end = -1  # end of the last frame emitted with a valid header
         # queue of [detection, header | HeaderError | None, (row of results)] in stream order
         self._queue: list[list] = []
 
@@ -132,9 +134,9 @@ class FrameReceiver:
         # the Viterbi decoder cost about the same for one frame as for dozens.
         while True:
             self._detect()
-            self._decode_headers(events)
+            rescan = self._decode_headers(events)
             done = self._receive_payloads(events)
-            if not done:
+            if not (done or rescan):
                 break
         self._trim()
         return events
@@ -190,20 +192,71 @@ class FrameReceiver:
                 self._scan += (jm + 1) * L
                 continue
             det.sc_metric = float(m[jm])
+            owner = self._inside_known(det)
+            if owner is not None:  # an echo of a frame already read (or itself again)
+                self.stats.rejected += 1
+                self._scan = max(self._scan + (jm + 1) * L, owner)  # on from the frame's end
+                continue
             self.stats.detections += 1
             self._queue.append([det, None])
             # header and payload have no STS-like periodicity; keep scanning right after the LTS
             self._scan = det.lts_start + self.cfg.lts_len
 
-    def _decode_headers(self, events: list[FrameEvent]) -> None:
+    def _decode_headers(self, events: list[FrameEvent]) -> bool:
+        """Read the headers of the frames whose header has arrived and drop echoes inside
+        decoded frames; True when the scan position went back (detect again)."""
         c = self.cfg
         todo = [
             q
             for q in self._queue
             if q[1] is None and self.position >= q[0].lts_start + c.lts_len + c.header_len
         ]
-        if not todo:
-            return
+        if todo:
+            self._read_headers(todo)
+        # a decoded frame owns its extent: detections inside it were echoes of its payload.
+        # Every pass, not only one that read a header: a detection queued after its frame's
+        # header was read (late in a long payload) is an echo too
+        kept, end, rewind = [], -1, None
+        for q in self._queue:
+            if q[0].frame_start < end:
+                self.stats.rejected += 1
+                self.stats.detections -= 1
+                rewind = end if rewind is None else min(rewind, end)
+                continue
+            kept.append(q)
+            if isinstance(q[1], Header):
+                end = q[0].frame_start + c.frame_len(q[1].payload_len)
+        self._queue = kept
+        if rewind is None or self._scan <= rewind or rewind == self._rewound_to:
+            return False
+        # the echo moved the scan past what followed it (the detector skips a detection's long
+        # training field): forget the detections after the owning frame whose header was not
+        # read as valid, and scan again from its end. Valid frames stay queued; the detector
+        # skips what falls inside them (_inside_known)
+        for q in [
+            q for q in self._queue if q[0].frame_start >= rewind and not isinstance(q[1], Header)
+        ]:
+            self._queue.remove(q)
+            self.stats.detections -= 1
+        self._scan = self._rewound_to = rewind
+        return True
+
+    def _inside_known(self, det: Detection) -> int | None:
+        """The end of the frame whose header was read (queued, or the last emitted) that a
+        detection falls inside, or None."""
+        c = self.cfg
+        if det.frame_start < self._emitted_end:
+            return self._emitted_end
+        for q in self._queue:
+            if isinstance(q[1], Header):
+                a = q[0].frame_start
+                end = a + c.frame_len(q[1].payload_len)
+                if a - c.sts_period <= det.frame_start < end:
+                    return end
+        return None
+
+    def _read_headers(self, todo: list) -> None:
+        c = self.cfg
         t0 = time.perf_counter()
         res = self._receive([q[0] for q in todo], 0)
         bits = viterbi_decode_batch(res.header_llr, c)
@@ -219,17 +272,6 @@ class FrameReceiver:
                 q[1] = exc
                 q.append(_row(res, i))
         self.stats.seconds["header"] += time.perf_counter() - t0
-        # a decoded frame owns its extent: detections inside it were echoes of its payload
-        kept, end = [], -1
-        for q in self._queue:
-            if q[0].frame_start < end:
-                self.stats.rejected += 1
-                self.stats.detections -= 1
-                continue
-            kept.append(q)
-            if isinstance(q[1], Header):
-                end = q[0].frame_start + c.frame_len(q[1].payload_len)
-        self._queue = kept
 
     def _receive_payloads(self, events: list[FrameEvent]) -> bool:
         """Receive complete frames and emit events from the head of the queue, in order.
@@ -263,6 +305,7 @@ class FrameReceiver:
                 self.stats.frames += 1
                 events.append(self._event("ok", det, row, header=hdr))
                 end = det.frame_start + c.frame_len(hdr.payload_len)
+                self._emitted_end = max(self._emitted_end, end)
                 if end > self._scan:
                     self._scan, moved = end, True
         return moved
