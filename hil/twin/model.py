@@ -17,7 +17,7 @@ import errno
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from xml.sax.saxutils import quoteattr
 
 from ..radio.ad9363 import (
@@ -35,9 +35,30 @@ from ..radio.ad9363 import (
 
 ENSM_MODES = ("sleep", "wait", "alert", "fdd", "pinctrl", "pinctrl_fdd_indep")
 CALIB_MODES = ("auto", "manual", "manual_tx_quad", "tx_quad", "rf_dc_offs", "rssi_gain_step")
-RX_PORTS = ("A_BALANCED", "B_BALANCED", "C_BALANCED", "A_N", "A_P", "B_N", "B_P", "C_N", "C_P")
+RX_PORTS = (
+    "A_BALANCED", "B_BALANCED", "C_BALANCED", "A_N", "A_P", "B_N", "B_P", "C_N", "C_P",
+    "TX_MONITOR1", "TX_MONITOR2", "TX_MONITOR1_2",
+)  # fmt: skip
 TX_PORTS = ("A", "B")
+RATE_GOVERNORS = ("nominal", "highest_osr")
 XO_NOMINAL = 40_000_000
+
+# -- debug registers (direct_reg_access). These are Pluto facts (ADI HDL axi_ad9361: library
+# common/up_adc_common.v and up_dac_common.v; Linux cf_axi_adc / cf_axi_dds / ad9361 drivers) and
+# belong with the others in hil/radio/ad9363.py; kept here until that file takes them.
+# An address with bit 31 set (the drivers' DEBUGFS_DRA_PCORE_REG_MAGIC) is a byte offset into the
+# DMA core's registers; one without it goes to the AD9363 over SPI (10-bit address, 8-bit value).
+PCORE_MAGIC = 0x8000_0000
+REG_VERSION, REG_ID, REG_SCRATCH, REG_RSTN, REG_STATUS = 0x00, 0x04, 0x08, 0x40, 0x88
+ADC_STATUS_OVF = 1 << 2  # up_adc_common 0x22 (byte 0x88): {ovf, unf, 0}, write-1-to-clear
+ADC_STATUS_UNF = 1 << 1
+DAC_STATUS_UNF = 1 << 0  # up_dac_common 0x22: {unf}, write-1-to-clear
+CORE_VERSION = {"adc": 0x000A_0062, "dac": 0x0009_0162}
+CORE_REGS_BYTES = {"adc": 0x6000, "dac": 0x1000}  # the cores' register windows (device tree)
+CORE_RSTN = 0x3  # mmcm_resetn | resetn: the core running
+SPI_REG_MAX = 0x3FF
+SPI_PRODUCT_ID = 0x037  # REG_PRODUCT_ID: 0x08 (AD9361 family) | revision 2
+SPI_PRODUCT_ID_VALUE = 0x0A
 
 
 class IioError(Exception):
@@ -77,9 +98,30 @@ def _choice(text: str, options: tuple[str, ...]) -> str:
 
 @dataclass
 class Attr:
+    """One attribute. ``shared``: the driver registers it shared by type (IIO_SHARED_BY_TYPE), so
+    its sysfs file, which the context XML names, is ``in_voltage_<name>`` and not
+    ``in_voltage0_<name>``; ``filename`` overrides both."""
+
     name: str
     read: Callable[[], str]
     write: Callable[[str], None] | None = None
+    shared: bool = False
+    filename: str | None = None
+
+    def file(self, ch: Channel) -> str:
+        """The attribute's sysfs file name, as the context XML carries it (libiio's
+        iio_device_identify_filename, which GNU Radio's gr-iio uses, looks attributes up by it)."""
+        if self.filename:
+            return self.filename
+        prefix = "out" if ch.output else "in"
+        if self.shared:
+            return f"{prefix}_{re.sub(r'[0-9]+$', '', ch.id)}_{self.name}"
+        return f"{prefix}_{ch.id}{'_' + ch.name if ch.name else ''}_{self.name}"
+
+
+def shared(a: Attr) -> Attr:
+    """The same attribute, marked shared by type (a copy: the read/write functions are one)."""
+    return replace(a, shared=True)
 
 
 @dataclass
@@ -143,6 +185,8 @@ class PlutoState:
     rx_lo_powerdown: int = 0
     tx_lo_powerdown: int = 0
     tracking: dict = field(default_factory=lambda: {"bb_dc": 1, "rf_dc": 1, "quad": 1})
+    rate_governor: str = "nominal"
+    aux_dac: dict = field(default_factory=dict)
     dds: dict = field(
         default_factory=lambda: {
             i: {"frequency": 9_279_985, "phase": 90_000 if i < 2 else 0, "raw": 0, "scale": 0.0}
@@ -150,6 +194,13 @@ class PlutoState:
         }
     )
     calib: dict = field(default_factory=dict)  # (device, channel) -> calibscale/phase/bias values
+    # debug registers: the DMA cores' status bits (the server sets overflow/underflow), their
+    # scratch registers, the AD9363 SPI registers written, each device's selected address
+    core_status: dict = field(default_factory=lambda: {"adc": 0, "dac": 0})
+    core_scratch: dict = field(default_factory=lambda: {"adc": 0, "dac": 0})
+    spi: dict = field(default_factory=lambda: {SPI_PRODUCT_ID: SPI_PRODUCT_ID_VALUE})
+    reg_addr: dict = field(default_factory=dict)
+    poll_status: Callable[[], None] | None = None  # the server refreshes the status bits
     current_gain: Callable[[], float] | None = None  # the engine's gain (AGC) when attached
     current_rssi: Callable[[], float] | None = None
     on_change: Callable[[str], None] | None = None
@@ -209,6 +260,84 @@ def parse_fir_config(text: str) -> tuple[int, int]:
     return taps, dec
 
 
+def _c_int(text: str) -> int:
+    """One number as the kernel's sscanf("%i") reads it: decimal, 0x hex or 0 octal, optional
+    sign; kept to 32 bits as the driver's unsigned int keeps it."""
+    m = re.fullmatch(r"([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    if m is None:
+        raise IioError(errno.EINVAL, f"not a register number: {text!r}")
+    digits = m.group(2)
+    if digits[:2].lower() == "0x":
+        v = int(digits, 16)
+    elif digits.startswith("0"):
+        v = int(digits, 8)
+    else:
+        v = int(digits)
+    return (-v if m.group(1) == "-" else v) & 0xFFFF_FFFF
+
+
+def reg_read(s: PlutoState, core: str | None, addr: int) -> int:
+    """A register read through direct_reg_access: core "adc", "dac" or None (ad9361-phy: SPI only)."""
+    if addr & PCORE_MAGIC and core is not None:
+        off = addr & 0xFFFF
+        if off >= CORE_REGS_BYTES[core] or off & 3:
+            raise IioError(errno.EINVAL, f"register 0x{addr:X} outside the core or unaligned")
+        if off == REG_STATUS and s.poll_status is not None:
+            s.poll_status()
+        return {
+            REG_VERSION: CORE_VERSION[core],
+            REG_ID: 0,
+            REG_SCRATCH: s.core_scratch[core],
+            REG_RSTN: CORE_RSTN,
+            REG_STATUS: s.core_status[core],
+        }.get(off, 0)
+    if addr > SPI_REG_MAX:
+        raise IioError(errno.EINVAL, f"AD9363 register 0x{addr:X} past 0x{SPI_REG_MAX:X}")
+    return s.spi.get(addr, 0)
+
+
+def reg_write(s: PlutoState, core: str | None, addr: int, value: int) -> None:
+    """A register write: the status register clears the bits written as 1 (the HDL's
+    ``status <= status & ~wdata``); the scratch register holds a value; other core registers
+    ignore the write (the twin models none of them); SPI registers keep 8 bits."""
+    if addr & PCORE_MAGIC and core is not None:
+        off = addr & 0xFFFF
+        if off >= CORE_REGS_BYTES[core] or off & 3:
+            raise IioError(errno.EINVAL, f"register 0x{addr:X} outside the core or unaligned")
+        if off == REG_STATUS:
+            if s.poll_status is not None:
+                s.poll_status()
+            s.core_status[core] &= ~value
+        elif off == REG_SCRATCH:
+            s.core_scratch[core] = value
+        return
+    if addr > SPI_REG_MAX:
+        raise IioError(errno.EINVAL, f"AD9363 register 0x{addr:X} past 0x{SPI_REG_MAX:X}")
+    if addr != SPI_PRODUCT_ID:  # read-only
+        s.spi[addr] = value & 0xFF
+
+
+def reg_access_attr(s: PlutoState, dev_id: str, core: str | None) -> Attr:
+    """The debugfs ``direct_reg_access`` file: writing "ADDR" selects a register, "ADDR VALUE"
+    writes it (and selects it); reading gives the selected register as "0x%X". libiio's
+    iio_device_reg_read writes the address (decimal) then reads; iio_device_reg_write writes
+    "0x<addr> 0x<value>"."""
+
+    def read() -> str:
+        return f"0x{reg_read(s, core, s.reg_addr.get(dev_id, 0)):X}"
+
+    def write(text: str) -> None:
+        parts = text.split()
+        if len(parts) not in (1, 2):
+            raise IioError(errno.EINVAL, f"direct_reg_access: {text!r}")
+        addr = _c_int(parts[0])
+        if len(parts) == 2:
+            reg_write(s, core, addr, _c_int(parts[1]))
+        s.reg_addr[dev_id] = addr
+
+    return Attr("direct_reg_access", read, write)
+
+
 def build_pluto(s: PlutoState) -> list[Device]:
     """The Pluto's IIO devices as the twin presents them."""
 
@@ -237,6 +366,9 @@ def build_pluto(s: PlutoState) -> list[Device]:
                 "frequency_available", lambda: f"[{int(LO_MIN_HZ)} 1 {int(LO_MAX_HZ)}]"
             ),
             "external": Attr("external", lambda: "0", lambda t: None),
+            "fastlock_load": Attr("fastlock_load", lambda: "0", lambda t: None),
+            "fastlock_recall": Attr("fastlock_recall", lambda: "0", lambda t: None),
+            "fastlock_save": Attr("fastlock_save", lambda: "0 " + ",".join(["0"] * 16)),
             "fastlock_store": Attr("fastlock_store", lambda: "0", lambda t: None),
             "powerdown": Attr(
                 "powerdown", ro(lambda: getattr(s, pd_key)), setter(pd_key, lambda t: _int(t, 0, 1))
@@ -347,15 +479,82 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "rssi": Attr("rssi", lambda: "0.00 dB"),
         "filter_fir_en": fir_en,
     }
+    # the driver's shared-by-type attributes: one sysfs file (in_voltage_sampling_frequency) that
+    # every channel of the type and direction lists, as gr-iio's set_params addresses them
+    for ch, names in (
+        (
+            rx0,
+            (
+                "sampling_frequency",
+                "sampling_frequency_available",
+                "rf_bandwidth",
+                "rf_bandwidth_available",
+                "gain_control_mode_available",
+                "rf_port_select_available",
+                "filter_fir_en",
+                "bb_dc_offset_tracking_en",
+                "rf_dc_offset_tracking_en",
+                "quadrature_tracking_en",
+            ),
+        ),
+        (
+            tx0,
+            (
+                "sampling_frequency",
+                "sampling_frequency_available",
+                "rf_bandwidth",
+                "rf_bandwidth_available",
+                "rf_port_select_available",
+                "filter_fir_en",
+            ),
+        ),
+    ):
+        for n in names:
+            ch.attrs[n] = shared(ch.attrs[n])
+    rx_shared = {k: a for k, a in rx0.attrs.items() if a.shared}
+    tx_shared = {k: a for k, a in tx0.attrs.items() if a.shared}
+
+    # the AD9363's auxiliary converters and temperature sensor (monitor values, as a Pluto reads)
+    def aux_dac(cid: str) -> Channel:
+        c = Channel(cid, True)
+        c.attrs = {
+            **tx_shared,
+            "raw": Attr(
+                "raw",
+                lambda: str(s.aux_dac.get(cid, 306)),
+                lambda t: s.aux_dac.__setitem__(cid, _int(t, 0, 3300)),
+            ),
+            "scale": Attr("scale", lambda: "1.000000"),
+        }
+        return c
+
+    aux_adc = Channel("voltage2", False)
+    aux_adc.attrs = {
+        **rx_shared,
+        "offset": Attr("offset", lambda: "57"),
+        "raw": Attr("raw", lambda: "846"),
+        "scale": Attr("scale", lambda: "0.305250"),
+    }
+    phy_temp = Channel("temp0", False)
+    phy_temp.attrs = {"input": Attr("input", lambda: "39474")}
     fir_out = Channel("out", False)
     fir_out.attrs = {
-        "voltage_filter_fir_en": Attr("voltage_filter_fir_en", fir_en.read, fir_en.write)
+        "voltage_filter_fir_en": Attr(
+            "voltage_filter_fir_en",
+            fir_en.read,
+            fir_en.write,
+            filename="in_out_voltage_filter_fir_en",
+        )
     }
     phy.channels = [
         lo_channel("altvoltage0", "RX_LO", "rx_lo", "rx_lo_powerdown"),
         lo_channel("altvoltage1", "TX_LO", "tx_lo", "tx_lo_powerdown"),
         rx0,
         tx0,
+        aux_adc,
+        aux_dac("voltage2"),
+        aux_dac("voltage3"),
+        phy_temp,
         fir_out,
     ]
 
@@ -384,7 +583,14 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "filter_fir_config": Attr("filter_fir_config", fir_config_read, fir_config_write),
         "rx_path_rates": Attr("rx_path_rates", lambda: _rates(s, "RX")),
         "tx_path_rates": Attr("tx_path_rates", lambda: _rates(s, "TX")),
-        "trx_rate_governor": Attr("trx_rate_governor", lambda: "nominal", lambda t: None),
+        "trx_rate_governor": Attr(
+            "trx_rate_governor",
+            lambda: s.rate_governor,
+            setter("rate_governor", lambda t: _choice(t, RATE_GOVERNORS)),
+        ),
+        "trx_rate_governor_available": Attr(
+            "trx_rate_governor_available", lambda: " ".join(RATE_GOVERNORS)
+        ),
         "xo_correction": Attr(
             "xo_correction",
             ro(lambda: s.xo_correction),
@@ -402,6 +608,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "adi,xo-disable-use-ext-refclk-enable": Attr(
             "adi,xo-disable-use-ext-refclk-enable", lambda: "0"
         ),
+        "direct_reg_access": reg_access_attr(s, phy.id, None),
     }
 
     # ------------------------------------------------------------ xadc (monitor only)
@@ -413,13 +620,25 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "scale": Attr("scale", lambda: "123.040771484"),
     }
     xadc.channels = [temp]
-    for i, raw in enumerate((1340, 2430, 1785)):
-        c = Channel(f"voltage{i}", False)
+    for i, (label, raw) in enumerate(
+        (
+            ("vccint", 1379),
+            ("vccaux", 2453),
+            ("vccbram", 1381),
+            ("vccpint", 1368),
+            ("vccpaux", 2451),
+            ("vccoddr", 1840),
+            ("vrefp", 1703),
+            ("vrefn", -2),
+        )
+    ):
+        c = Channel(f"voltage{i}", False, label)
         c.attrs = {
             "raw": Attr("raw", lambda raw=raw: str(raw)),
             "scale": Attr("scale", lambda: "0.732421875"),
         }
         xadc.channels.append(c)
+    xadc.attrs = {"sampling_frequency": Attr("sampling_frequency", lambda: "961538")}
 
     # ------------------------------------------------------------ DMA devices
     def calib(dev: str, cid: str, key: str, default: str) -> Attr:
@@ -460,8 +679,8 @@ def build_pluto(s: PlutoState) -> list[Device]:
         c.attrs = {
             "calibphase": calib("dds", c.id, "calibphase", "0.000000"),
             "calibscale": calib("dds", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": dma_rate("tx_int8"),
-            "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
+            "sampling_frequency": shared(dma_rate("tx_int8")),
+            "sampling_frequency_available": shared(Attr("sampling_frequency_available", dma_rates)),
         }
         dds.channels.append(c)
     for i, name in enumerate(("TX1_I_F1", "TX1_I_F2", "TX1_Q_F1", "TX1_Q_F2")):
@@ -479,10 +698,11 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "phase": dds_attr("phase", lambda t: _int(t, 0, 360_000), str),
             "raw": dds_attr("raw", lambda t: _int(t, 0, 1), str),
             "scale": dds_attr("scale", lambda t: _fixpoint(t, 0.0, 1.0), lambda v: f"{v:.6f}"),
-            "sampling_frequency": Attr("sampling_frequency", lambda: str(s.sample_rate)),
+            "sampling_frequency": shared(Attr("sampling_frequency", lambda: str(s.sample_rate))),
         }
         dds.channels.append(c)
     dds.buffer = dict(buffer_attrs)
+    dds.debug = {"direct_reg_access": reg_access_attr(s, dds.id, "dac")}
 
     adc = Device("iio:device3", "cf-ad9361-lpc")
     for i in range(2):
@@ -491,11 +711,12 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "calibbias": calib("adc", c.id, "calibbias", "0"),
             "calibphase": calib("adc", c.id, "calibphase", "0.000000"),
             "calibscale": calib("adc", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": dma_rate("rx_dec8"),
-            "sampling_frequency_available": Attr("sampling_frequency_available", dma_rates),
+            "sampling_frequency": shared(dma_rate("rx_dec8")),
+            "sampling_frequency_available": shared(Attr("sampling_frequency_available", dma_rates)),
         }
         adc.channels.append(c)
     adc.buffer = dict(buffer_attrs)
+    adc.debug = {"direct_reg_access": reg_access_attr(s, adc.id, "adc")}
     return [phy, xadc, dds, adc]
 
 
@@ -557,9 +778,8 @@ def context_xml(devices: list[Device]) -> str:
                 out.append(
                     f'<scan-element index="{c.scan[0]}" format={q(c.scan[1])} scale="1.000000" />'
                 )
-            for a in c.attrs:
-                prefix = "out" if c.output else "in"
-                out.append(f"<attribute name={q(a)} filename={q(f'{prefix}_{c.id}_{a}')} />")
+            for a in c.attrs.values():
+                out.append(f"<attribute name={q(a.name)} filename={q(a.file(c))} />")
             out.append("</channel>")
         for a in d.attrs:
             out.append(f"<attribute name={q(a)} />")

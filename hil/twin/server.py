@@ -31,6 +31,8 @@ from ..radio.ad9363 import ADC_FULL_SCALE, DAC_DRIVE, RATE_NATIVE_MIN_HZ
 from ..radio.config import RadioConfig
 from ..radio.sim import SimEngine
 from .model import (
+    ADC_STATUS_OVF,
+    DAC_STATUS_UNF,
     VERSION,
     Device,
     IioError,
@@ -68,6 +70,8 @@ class _Buffer:
     @property
     def output(self) -> bool:
         return self.channels[0].output
+
+    pushed: bool = False  # TX: a WRITEBUF has started the DMA
 
     @property
     def sample_bytes(self) -> int:
@@ -114,6 +118,7 @@ class PlutoTwin:
         self.state.current_gain = lambda: self.engine.gain_db
         self.state.current_rssi = self._rssi
         self.state.on_change = self._apply
+        self.state.poll_status = self._poll_status
         self.devices = build_pluto(self.state)
         self.xml = context_xml(self.devices).encode()
         self.buffers: dict[str, _Buffer] = {}  # device id -> open buffer
@@ -121,6 +126,7 @@ class PlutoTwin:
         self.t0 = time.monotonic()  # device sample a is due at t0 + a / rate (paced)
         self._rate = self.state.stream_rate
         self._jump: tuple[int, int] | None = None  # paced overflow: (at, to) device time
+        self._starved = False  # TX: an underflow counted for the current gap
         self.last_power_dbfs = float("-inf")
         self.stats = {
             "connections": 0,
@@ -159,6 +165,8 @@ class PlutoTwin:
                 rx_gain_db=clamp_gain(s.rx_gain),
                 loopback=s.loopback,
             )
+            if cfg.sample_rate_hz != e.cfg.sample_rate_hz:
+                self._rechain(cfg)
             e.cfg = cfg
             e.cfo_hz = cfg.sim.ppm * 1e-6 * cfg.lo_hz
             e.lo_offset_hz = float(s.tx_lo - s.rx_lo)
@@ -170,6 +178,20 @@ class PlutoTwin:
                     s.rx_gain if what == "rx_gain" else e.gain_db
                 )  # manual keeps the AGC's gain
                 s.rx_gain = e.gain_db
+
+    def _rechain(self, cfg: RadioConfig) -> None:
+        """The channel's stages in Hz (the residual CFO, phase noise) at the new sample rate: built
+        at the profile's rate and left there, a +-3 kHz CFO drawn at 4 MSps would be +-46 kHz at
+        61.44 MSps. A profile whose stages are pinned to one rate keeps them (with a warning)."""
+        from ..channel import ChannelChain
+        from ..radio.config import ConfigError
+
+        try:
+            stages = cfg.sim.stages(cfg.sample_rate_hz)
+        except ConfigError as exc:
+            log.warning("channel stages kept at the profile's rate: %s", exc)
+            return
+        self.engine.chain = ChannelChain.from_tables(stages) if stages else None
 
     def _dds(self) -> None:
         """The DDS radiates while any tone is enabled (raw = 1) and no TX buffer is open: two tones
@@ -218,6 +240,10 @@ class PlutoTwin:
                 time.sleep(min(wait, 0.05))
         with self.lock:
             blk = self.engine.rx(n)
+            if blk.lost:  # the engine dropped samples (drop_every / inject_drop): an overflow
+                self.stats["rx_lost"] = self.stats.get("rx_lost", 0) + blk.lost
+                self._set_overflow()
+            self._poll_status()
             self.lock.notify_all()
         # float32 throughout: the samples are 12-bit codes / ADC_FULL_SCALE, exact in single precision
         f = np.ascontiguousarray(blk.samples, np.complex64).view(np.float32).reshape(-1, 2)
@@ -229,6 +255,30 @@ class PlutoTwin:
         cols = [int(c.id[-1]) for c in buf.channels]
         self.stats["rx_samples"] += n
         return iq[:, cols]
+
+    def _set_overflow(self) -> None:
+        """Samples were lost in the RX path: the ADC core's overflow bit, as the HDL sets it."""
+        self.stats["overflows"] = self.stats.get("overflows", 0) + 1
+        self.state.core_status["adc"] |= ADC_STATUS_OVF
+
+    def _device_time(self) -> int:
+        """Where the DAC is now: the wall clock (paced) or the RX sample count."""
+        return max(self._now(), self.engine.rx_count) if self.paced else self.engine.rx_count
+
+    def _poll_status(self) -> None:
+        """The TX DMA is starving (a non-cyclic buffer open and pushed, its queue run dry while
+        device time went on): the DAC core's underflow bit, as the HDL sets it, again after a
+        clear while the starving lasts (counted once per gap in ``stats``). Checked when the
+        status register is read or written, when RX samples move, and before each push."""
+        with self.lock:
+            b = next((b for b in self.buffers.values() if b.output), None)
+            if b is None or b.cyclic or not b.pushed:
+                return
+            if self._device_time() > self.engine.tx_time:
+                if not self._starved:
+                    self.stats["underflows"] = self.stats.get("underflows", 0) + 1
+                self._starved = True
+                self.state.core_status["dac"] |= DAC_STATUS_UNF
 
     def _now(self) -> int:
         """Device time by the wall clock (paced)."""
@@ -247,7 +297,7 @@ class PlutoTwin:
         if self._jump is None and now - e.rx_count > held:
             self._jump = (e.rx_count + held, now)
             self.stats["rx_lost"] = self.stats.get("rx_lost", 0) + now - e.rx_count - held
-            self.stats["overflows"] = self.stats.get("overflows", 0) + 1
+            self._set_overflow()
 
     def _tx_samples(self, buf: _Buffer, raw: bytes) -> None:
         data = np.frombuffer(raw, "<i2").reshape(-1, len(buf.channels)).astype(np.float64)
@@ -277,7 +327,9 @@ class PlutoTwin:
                     break
                 self._run_clock()
                 self.lock.wait(0.005)
+            self._poll_status()  # a gap before this push is an underflow
             self.engine.tx_dac(x, now=self._now() if self.paced else None)
+            buf.pushed, self._starved = True, False
 
     # ----------------------------------------------------------------- serving
     def start(self) -> PlutoTwin:
