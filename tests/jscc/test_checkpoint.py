@@ -1,5 +1,6 @@
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,3 +118,197 @@ def test_weights_tampered_under_an_intact_json_refused(ckpt):
     save_file(tensors, str(w), metadata=meta)
     with pytest.raises(CheckpointError, match="fingerprint mismatch"):
         load_checkpoint(stem)
+
+
+# --- exact recipe, layout and messages (mutation testing, docs/mutation.md)
+
+FORMAT = "hil-jscc-checkpoint/1"
+
+
+def _recipe(model_cfg, phy_cfg, state):
+    """The fingerprint as the module docstring states it, computed independently."""
+    import hashlib
+
+    h = hashlib.sha256(
+        json.dumps(
+            {"model": model_cfg.to_dict(), "phy": phy_cfg.to_dict()}, sort_keys=True
+        ).encode()
+    )
+    for name in sorted(state):
+        t = state[name]
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        data = t.float() if t.dtype == torch.bfloat16 else t
+        h.update(data.contiguous().numpy().tobytes())
+    return h.digest()[:8]
+
+
+def test_shipped_checkpoints_still_verify():
+    """The checkpoints shipped with the link were fingerprinted when they were trained: loading
+    recomputes the fingerprint, so any change to the recipe refuses them."""
+    from hil.jscc.checkpoint import model_fingerprint
+
+    stem = Path(__file__).resolve().parents[2] / "hil/assets/checkpoints/jscc_k6"
+    m, phy, doc, extra = load_checkpoint(stem)
+    assert doc["fingerprint"] == "26337006f71faa48" and extra == {}
+    assert model_fingerprint(m, phy) == bytes.fromhex("26337006f71faa48")
+
+
+def test_fingerprint_is_the_documented_recipe():
+    from hil.jscc.checkpoint import fingerprint
+
+    cfg, phy = JsccConfig(hidden=8), OfdmConfig()
+    state = {
+        "b.weight": torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        "a.count": torch.tensor([3], dtype=torch.int64),
+        "c.double": torch.tensor([0.1, -2.5], dtype=torch.float64),
+        "d.half": torch.tensor([1.5, -0.25], dtype=torch.bfloat16),
+    }
+    fp = fingerprint(cfg, phy, state)
+    assert len(fp) == 8 and fp == _recipe(cfg, phy, state)
+    # bfloat16 hashed through float32 (numpy has no bfloat16), nothing else converted
+    other = dict(state, **{"c.double": state["c.double"].float()})
+    assert fingerprint(cfg, phy, other) != fp
+
+
+@pytest.mark.parametrize("name", ["m", "m.json", "m.safetensors"])
+def test_stem_of(tmp_path, name):
+    from hil.jscc.checkpoint import stem_of
+
+    assert stem_of(tmp_path / name) == tmp_path / "m"
+    assert stem_of("a/m.v2") == Path("a/m.v2")
+
+
+def test_saved_files_layout_exactly(tmp_path):
+    from safetensors import safe_open
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        m = JsccModel(JsccConfig(hidden=8))
+    extra = {"opt.step": torch.tensor([7]), "rng.cpu": torch.arange(4, dtype=torch.uint8)}
+    out = save_checkpoint(
+        tmp_path / "a" / "b" / "m", m, OfdmConfig(), {"zeta": 1, "alpha": 2}, extra
+    )
+    assert out == tmp_path / "a" / "b" / "m.json" and out.is_file()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["m.json", "m.safetensors"]
+    text = out.read_text()
+    doc = json.loads(text)
+    assert text == json.dumps(doc, indent=2) + "\n"
+    assert list(doc) == ["format", "fingerprint", "model", "phy", "zeta", "alpha"]
+    fp = _recipe(m.cfg, OfdmConfig(), m.state_dict()).hex()
+    assert doc["format"] == FORMAT and doc["fingerprint"] == fp
+    with safe_open(str(out.with_suffix(".safetensors")), "pt") as fh:
+        assert fh.metadata() == {"format": FORMAT, "fingerprint": fp}
+        names = set(fh.keys())
+    assert names == {"model." + k for k in m.state_dict()} | set(extra)
+    m2, _, _, extra2 = load_checkpoint(out, device="meta")
+    assert sorted(extra2) == sorted(extra)
+    assert all(torch.equal(extra2[k], extra[k]) for k in extra)
+    assert next(m2.parameters()).device.type == "meta" and not m2.training
+    with pytest.raises(ValueError) as e:
+        save_checkpoint(tmp_path / "x", m, OfdmConfig(), {}, {"model.bad": torch.zeros(1)})
+    assert str(e.value) == "extra tensor name 'model.bad' collides with the model prefix"
+
+
+def test_export_drops_the_training_state_and_keeps_the_fingerprint(ckpt, tmp_path):
+    from hil.jscc.checkpoint import export_checkpoint, read_meta
+
+    stem, m = ckpt
+    save_checkpoint(stem, m, OfdmConfig(), {"history": [1], "step": 4}, {"opt.x": torch.ones(2)})
+    out = export_checkpoint(stem.with_suffix(".json"), tmp_path / "out" / "e")
+    doc, src = read_meta(out), read_meta(stem)
+    assert doc == {**src, "exported_from": "m"}
+    _, _, _, extra = load_checkpoint(out)
+    assert extra == {}
+
+
+def _err(fn, *a, **k) -> str:
+    with pytest.raises(CheckpointError) as e:
+        fn(*a, **k)
+    return str(e.value)
+
+
+def test_document_errors_are_exact(ckpt):
+    stem, _ = ckpt
+    j = stem.with_suffix(".json")
+    good = json.loads(j.read_text())
+    j.write_text("[1, 2]")
+    assert _err(load_checkpoint, stem) == f"{j}: format None, expected '{FORMAT}'"
+    j.write_text(json.dumps({**good, "format": "other/2"}))
+    assert _err(load_checkpoint, stem) == f"{j}: format 'other/2', expected '{FORMAT}'"
+    for key in ("fingerprint", "model", "phy"):
+        j.write_text(json.dumps({k: v for k, v in good.items() if k != key}))
+        assert _err(load_checkpoint, stem) == f"{j}: missing '{key}'"
+    j.write_text(json.dumps({**good, "model": {**good["model"], "no_such_field": 1}}))
+    msg = _err(load_checkpoint, stem)
+    assert msg.startswith(f"{stem}.json: bad configuration: ") and "no_such_field" in msg
+    j.write_text(json.dumps(good))
+    msg = _err(load_checkpoint, stem, expect_phy=OfdmConfig(cp_len=32))
+    assert msg.endswith("its decoder would see symbols it was not trained on")
+    assert msg.startswith(f"{stem}: trained for PHY {OfdmConfig().to_dict()}")
+    j.write_text(json.dumps({**good, "fingerprint": "00" * 8}))
+    assert _err(load_checkpoint, stem).endswith("the files do not belong together or were modified")
+    j.write_text(json.dumps(good))
+    w = stem.with_suffix(".safetensors")
+    w.unlink()
+    assert _err(load_checkpoint, stem) == f"checkpoint weights {w} not found"
+
+
+def test_weights_file_errors_are_exact(ckpt):
+    from safetensors.torch import load_file, save_file
+
+    stem, _ = ckpt
+    w = stem.with_suffix(".safetensors")
+    data = w.read_bytes()
+    pickled = (
+        f"{w} looks like a pickle / torch.save file; refusing to load it (pickle can run code). "
+    )
+    pickled += "Checkpoints here are <stem>.safetensors + <stem>.json"
+    for head in (b"\x80\x04", b"PK\x03\x04"):
+        w.write_bytes(head + data[len(head) :])
+        assert _err(load_checkpoint, stem) == pickled
+    w.write_bytes(b"\x00" * 7)
+    assert _err(load_checkpoint, stem) == f"{w} is truncated (7 bytes)"
+    n = int.from_bytes(data[:8], "little")
+    for size in (8 + n - 1, 8):  # the header itself cut short by one byte, or entirely
+        w.write_bytes(data[:size])
+        assert _err(load_checkpoint, stem) == (
+            f"{w} is truncated or corrupt: its header claims {n} bytes, the file has {size}"
+        )
+    w.write_bytes(b"\xff" * 8 + data[8:])  # a length beyond 2**63 is still unsigned
+    assert _err(load_checkpoint, stem) == (
+        f"{w} is truncated or corrupt: its header claims {2**64 - 1} bytes, the file has {len(data)}"
+    )
+    # a header with nothing after it is complete: the next check speaks
+    w.write_bytes(data)
+    tensors = load_file(str(w))
+    names = sorted(k for k in tensors if k.startswith("model."))
+    save_file({}, str(w))
+    assert int.from_bytes(w.read_bytes()[:8], "little") == w.stat().st_size - 8
+    want = sorted(k[len("model.") :] for k in names)
+    assert _err(load_checkpoint, stem) == (
+        f"{w}: weights do not match the model config (missing {want[:5]}, unexpected [])"
+    )
+    bogus = {f"model.zz{i}": torch.zeros(1) for i in range(7)}
+    save_file({**tensors, **bogus}, str(w))
+    assert _err(load_checkpoint, stem) == (
+        f"{w}: weights do not match the model config "
+        f"(missing [], unexpected {sorted(k[6:] for k in bogus)[:5]})"
+    )
+
+
+def test_export_refuses_a_copy_whose_fingerprint_changed(ckpt, tmp_path, monkeypatch):
+    import hil.jscc.checkpoint as ck
+
+    stem, _ = ckpt
+    real = ck.save_checkpoint
+
+    def broken_save(*a, **k):  # a save that (wrongly) writes another fingerprint
+        out = real(*a, **k)
+        doc = json.loads(out.read_text())
+        out.write_text(json.dumps({**doc, "fingerprint": "ff" * 8}))
+        return out
+
+    monkeypatch.setattr(ck, "save_checkpoint", broken_save)
+    assert _err(ck.export_checkpoint, stem, tmp_path / "e") == (
+        "export changed the fingerprint; refusing"
+    )
