@@ -14,6 +14,11 @@ reading it moves time on (paced: no faster than the sample rate, sent in
 while the transmit queue holds more than the kernel buffers would, as the
 DMA does. With no RX buffer open, time runs by itself (paced: the wall
 clock; unpaced: as fast as the transmitter pushes).
+
+The DMA cores' status registers (``direct_reg_access``, register 0x80000088, which
+GNU Radio's PlutoSDR blocks poll every second) report what really happened: RX
+overflow when samples were lost (a paced client reading late, the engine's
+injected drops), TX underflow while a pushed non-cyclic buffer has run dry.
 """
 
 from __future__ import annotations
