@@ -778,10 +778,10 @@ def context_xml(devices: list[Device]) -> str:
                 out.append(
                     f'<scan-element index="{c.scan[0]}" format={q(c.scan[1])} scale="1.000000" />'
                 )
-            for a in c.attrs.values():
+            for a in sorted(c.attrs.values(), key=lambda a: a.name):  # sysfs order, as iiod
                 out.append(f"<attribute name={q(a.name)} filename={q(a.file(c))} />")
             out.append("</channel>")
-        for a in d.attrs:
+        for a in sorted(d.attrs):
             out.append(f"<attribute name={q(a)} />")
         for a in d.debug:
             out.append(f"<debug-attribute name={q(a)} />")
