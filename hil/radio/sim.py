@@ -23,7 +23,7 @@ from collections import deque
 import numpy as np
 import torch
 
-from ..channel import ChannelChain
+from ..channel import CarrierFrequencyOffset, ChannelChain, DCOffset, IQImbalance, PhaseNoise
 from ..convert import to_numpy, to_torch
 from .ad9363 import ADC_FULL_SCALE, DAC_DISCARDED_BITS, DAC_DRIVE, RX_GAIN_DB
 from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
@@ -79,10 +79,22 @@ class SimEngine:
         if s.dc_offset_dbfs is not None:
             a = 10 ** (s.dc_offset_dbfs / 20) * ADC_FS
             self.dc = a * np.exp(1j * self.rng.uniform(0, 2 * np.pi))
-        k1 = (1 + 10 ** (s.iq_gain_db / 20) * np.exp(-1j * math.radians(s.iq_phase_deg))) / 2
-        k2 = (1 - 10 ** (s.iq_gain_db / 20) * np.exp(1j * math.radians(s.iq_phase_deg))) / 2
-        self.k1, self.k2 = k1, k2
+        self._stage_key = None
         self.closed = False
+
+    def _stages(self):
+        """The radio's own impairments as the hil.channel stages training uses (one model of
+        the world; tests/radio/test_sim_parity.py), built for the current settings: a client
+        of the twin changes the sample rate at run time, and the stages in Hz follow it."""
+        s, fs = self.cfg.sim, self.cfg.sample_rate_hz
+        key = (fs, s.phase_noise_hz, s.iq_gain_db, s.iq_phase_deg)
+        if key != self._stage_key:
+            self._stage_key = key
+            self.cfo_stage = CarrierFrequencyOffset(sample_rate_hz=fs, random_phase=False)
+            self.pn_stage = PhaseNoise(linewidth_hz=s.phase_noise_hz, sample_rate_hz=fs)
+            self.iq_stage = IQImbalance(gain_db=s.iq_gain_db, phase_deg=s.iq_phase_deg)
+            self.dc_stage = DCOffset()
+        return self
 
     # -------------------------------------------------------------------- TX
     def dac(self, x: np.ndarray) -> np.ndarray:
@@ -137,10 +149,14 @@ class SimEngine:
 
             t = TimingOffset(sfo_ppm=self.cfg.sim.ppm)(t, delay=0.0).y
         y = to_numpy(t[0], np.complex128)
-        n = np.arange(start, start + len(y))
         cfo = self.cfo_hz + self.lo_offset_hz
-        if cfo:
-            y = y * np.exp(2j * np.pi * cfo / self.cfg.sample_rate_hz * n)
+        if cfo:  # the XO offset: a CFO ramp in device time (phase-continuous across bursts)
+            t = (
+                self._stages()
+                .cfo_stage(torch.from_numpy(y)[None], cfo_hz=cfo, phase0=0.0, start=start)
+                .y
+            )
+            y = t[0].numpy()
         return y
 
     def tx(self, samples: np.ndarray, cyclic: bool = False) -> None:
@@ -257,35 +273,44 @@ class SimEngine:
                 else np.zeros(n, np.complex128)
             )
             return RxBlock(self._adc(codes), counter=a, flags=flags, lost=lost)
-        # single precision from here on: ADC codes need 12 bits, float32 carries 24
+        v = self.impair(sig)
+        self._agc(v)
+        self.rx_count += n
+        return RxBlock(self._adc(v), counter=a, flags=flags, lost=lost)
+
+    def impair(self, sig: np.ndarray) -> np.ndarray:
+        """What the RX chain does to the signal at the antenna, before the ADC: the oscillators'
+        phase noise, thermal noise, the RX gain, the mixer's IQ imbalance and the DC offset.
+        sig: [n] complex (full-scale units at REF_GAIN_DB) -> [n] complex64 in ADC codes. The
+        impairments are the hil.channel stages training uses (tests/radio/test_sim_parity.py)."""
+        s = self.cfg.sim
+        n = len(sig)
+        self._stages()
+        # single precision: ADC codes need 12 bits, float32 carries 24
         sig = sig.astype(np.complex64)
-        if s.phase_noise_hz:
-            inc = self.rng.standard_normal(n) * math.sqrt(
-                2 * math.pi * s.phase_noise_hz / self.cfg.sample_rate_hz
+        if s.phase_noise_hz:  # the oscillators' Wiener phase noise, continuous across blocks
+            # float32 steps: the walk restarts from a phase in [0, 2 pi) each block, so single
+            # precision holds it to ~1e-4 rad over a block (4x faster than float64)
+            inc = self.rng.standard_normal(n, dtype=np.float32)
+            inc *= np.float32(math.sqrt(self.pn_stage.increment_variance))
+            out = self.pn_stage(
+                torch.from_numpy(sig)[None],
+                phase0=self._pn_phase,
+                increments=torch.from_numpy(inc)[None],
             )
-            ph = np.cumsum(inc)
-            ph += self._pn_phase  # kept in [0, 2 pi): float32 holds this walk to ~1e-6 rad
-            self._pn_phase = float(ph[-1]) % (2 * np.pi)
-            ph32 = ph.astype(np.float32)
-            rot = np.empty(n, np.complex64)
-            rot.real, rot.imag = np.cos(ph32), np.sin(ph32)
-            sig *= rot
+            self._pn_phase = float(out.record["phase"][0, -1]) % (2 * np.pi)
+            sig = out.y[0].numpy()
         noise_amp = 10 ** (s.noise_dbfs / 20) / math.sqrt(2)
         g = 10 ** ((self.gain_db - REF_GAIN_DB) / 20)
         v = self.rng.standard_normal(2 * n, dtype=np.float32).view(np.complex64)
         v *= np.float32(noise_amp)
         v += sig
         v *= np.float32(g * ADC_FS)
-        if self.k2 != 0:
-            w = np.conj(v)
-            w *= np.complex64(self.k2)
-            v *= np.complex64(self.k1)
-            v += w
-        if self.dc:
-            v += np.complex64(self.dc)
-        self._agc(v)
-        self.rx_count += n
-        return RxBlock(self._adc(v), counter=a, flags=flags, lost=lost)
+        if self.iq_stage.gain_db or self.iq_stage.phase_deg:  # the RX mixer's IQ imbalance
+            v = self.iq_stage(torch.from_numpy(v)[None]).y[0].numpy()
+        if self.dc:  # the RX DC offset, in ADC codes
+            v = self.dc_stage(torch.from_numpy(v)[None], offset=complex(self.dc)).y[0].numpy()
+        return v
 
     def _agc(self, v: np.ndarray) -> None:
         mode = self.cfg.rx_gain_mode
