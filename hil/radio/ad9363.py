@@ -40,3 +40,20 @@ ADC_FULL_SCALE = 2048  # RX samples are 12-bit codes -2048..2047 in int16 (sign-
 DAC_BITS = 12
 DAC_DRIVE = 2**14  # the int16 code that drives the DAC to full scale 1.0 (top 12 bits are kept)
 DAC_DISCARDED_BITS = 16 - DAC_BITS  # the low bits of each int16 the DAC ignores
+
+# -- debug registers (direct_reg_access; ADI HDL axi_ad9361: library common/up_adc_common.v and
+# up_dac_common.v; Linux cf_axi_adc / cf_axi_dds / ad9361 drivers). gr-iio polls REG_STATUS of
+# both DMA cores (0x80000088) for overflow and underflow.
+# An address with bit 31 set (the drivers' DEBUGFS_DRA_PCORE_REG_MAGIC) is a byte offset into the
+# DMA core's registers; one without it goes to the AD9363 over SPI (10-bit address, 8-bit value).
+PCORE_MAGIC = 0x8000_0000
+REG_VERSION, REG_ID, REG_SCRATCH, REG_RSTN, REG_STATUS = 0x00, 0x04, 0x08, 0x40, 0x88
+ADC_STATUS_OVF = 1 << 2  # up_adc_common 0x22 (byte 0x88): {ovf, unf, 0}, write-1-to-clear
+ADC_STATUS_UNF = 1 << 1
+DAC_STATUS_UNF = 1 << 0  # up_dac_common 0x22: {unf}, write-1-to-clear
+CORE_VERSION = {"adc": 0x000A_0062, "dac": 0x0009_0162}
+CORE_REGS_BYTES = {"adc": 0x6000, "dac": 0x1000}  # the cores' register windows (device tree)
+CORE_RSTN = 0x3  # mmcm_resetn | resetn: the core running
+SPI_REG_MAX = 0x3FF
+SPI_PRODUCT_ID = 0x037  # REG_PRODUCT_ID: 0x08 (AD9361 family) | revision 2
+SPI_PRODUCT_ID_VALUE = 0x0A

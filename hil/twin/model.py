@@ -21,13 +21,25 @@ from dataclasses import dataclass, field, replace
 from xml.sax.saxutils import quoteattr
 
 from ..radio.ad9363 import (
+    CORE_REGS_BYTES,
+    CORE_RSTN,
+    CORE_VERSION,
     GAIN_MODES,
     LO_MAX_HZ,
     LO_MIN_HZ,
+    PCORE_MAGIC,
     RATE_MAX_HZ,
     RATE_NATIVE_MIN_HZ,
+    REG_ID,
+    REG_RSTN,
+    REG_SCRATCH,
+    REG_STATUS,
+    REG_VERSION,
     RX_BW_HZ,
     RX_GAIN_DB,
+    SPI_PRODUCT_ID,
+    SPI_PRODUCT_ID_VALUE,
+    SPI_REG_MAX,
     TX_BW_HZ,
     TX_GAIN_DB,
     TX_GAIN_STEP_DB,
@@ -42,23 +54,6 @@ RX_PORTS = (
 TX_PORTS = ("A", "B")
 RATE_GOVERNORS = ("nominal", "highest_osr")
 XO_NOMINAL = 40_000_000
-
-# -- debug registers (direct_reg_access). These are Pluto facts (ADI HDL axi_ad9361: library
-# common/up_adc_common.v and up_dac_common.v; Linux cf_axi_adc / cf_axi_dds / ad9361 drivers) and
-# belong with the others in hil/radio/ad9363.py; kept here until that file takes them.
-# An address with bit 31 set (the drivers' DEBUGFS_DRA_PCORE_REG_MAGIC) is a byte offset into the
-# DMA core's registers; one without it goes to the AD9363 over SPI (10-bit address, 8-bit value).
-PCORE_MAGIC = 0x8000_0000
-REG_VERSION, REG_ID, REG_SCRATCH, REG_RSTN, REG_STATUS = 0x00, 0x04, 0x08, 0x40, 0x88
-ADC_STATUS_OVF = 1 << 2  # up_adc_common 0x22 (byte 0x88): {ovf, unf, 0}, write-1-to-clear
-ADC_STATUS_UNF = 1 << 1
-DAC_STATUS_UNF = 1 << 0  # up_dac_common 0x22: {unf}, write-1-to-clear
-CORE_VERSION = {"adc": 0x000A_0062, "dac": 0x0009_0162}
-CORE_REGS_BYTES = {"adc": 0x6000, "dac": 0x1000}  # the cores' register windows (device tree)
-CORE_RSTN = 0x3  # mmcm_resetn | resetn: the core running
-SPI_REG_MAX = 0x3FF
-SPI_PRODUCT_ID = 0x037  # REG_PRODUCT_ID: 0x08 (AD9361 family) | revision 2
-SPI_PRODUCT_ID_VALUE = 0x0A
 
 
 class IioError(Exception):

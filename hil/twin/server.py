@@ -32,12 +32,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..radio.ad9363 import ADC_FULL_SCALE, DAC_DRIVE, RATE_NATIVE_MIN_HZ
+from ..radio.ad9363 import (
+    ADC_FULL_SCALE,
+    ADC_STATUS_OVF,
+    DAC_DRIVE,
+    DAC_STATUS_UNF,
+    RATE_NATIVE_MIN_HZ,
+)
 from ..radio.config import RadioConfig
 from ..radio.sim import SimEngine
 from .model import (
-    ADC_STATUS_OVF,
-    DAC_STATUS_UNF,
     VERSION,
     Device,
     IioError,

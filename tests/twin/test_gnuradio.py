@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from hil.radio import RadioConfig, load_profile
+from hil.radio.ad9363 import ADC_STATUS_OVF, DAC_STATUS_UNF, PCORE_MAGIC, REG_STATUS
 from hil.twin import PlutoTwin
-from hil.twin.model import ADC_STATUS_OVF, DAC_STATUS_UNF, PCORE_MAGIC, REG_STATUS
 from tests import needs
 
 SYSTEM_PYTHON = "/usr/bin/python3"
