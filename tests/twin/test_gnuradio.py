@@ -3,6 +3,7 @@ Source and Sink blocks as GRC builds them, run as small flowgraph programs by /u
 against ``hil twin`` in its own process; and the debug-register path (``iio_reg``, libiio's
 ``direct_reg_access``) whose overflow/underflow status registers those blocks poll."""
 
+import os
 import re
 import subprocess
 import sys
@@ -140,10 +141,11 @@ SOURCE = """
 
 @needs_gnuradio
 @pytest.mark.slow
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(int(os.environ.get("HIL_GR_SOURCE_SECONDS", "20")) + 130)
 def test_plutosdr_source_streams_and_its_settings_reach_the_twin(tmp_path, twin_process):
+    """20 s in CI; HIL_GR_SOURCE_SECONDS=60 for the issue's full minute."""
     uri, log = twin_process()
-    secs = 20
+    secs = int(os.environ.get("HIL_GR_SOURCE_SECONDS", "20"))
     r = subprocess.run(
         [*_flowgraph(tmp_path, "source.py", SOURCE), uri, str(secs)],
         capture_output=True,
@@ -151,7 +153,7 @@ def test_plutosdr_source_streams_and_its_settings_reach_the_twin(tmp_path, twin_
         timeout=secs + 60,
     )
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "done" in r.stdout, r.stdout  # no abort (the overflow poller ran for 20 s)
+    assert "done" in r.stdout, r.stdout  # no abort (the overflow poller ran all along)
     _clean(r.stderr)
     # gr-iio prints "O" (no newline) for each overflow it reads from the status register: a busy
     # machine may make the paced twin drop samples, which it reports as a Pluto does
