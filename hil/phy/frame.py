@@ -55,6 +55,8 @@ class FrameBuilder:
             raise ValueError(
                 f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}"
             )
+        if symbols.shape[1] < 1:
+            raise ValueError("a frame carries at least one payload symbol (k >= 1), got k = 0")
         cfg, b, dev, dt = self.cfg, symbols.shape[0], symbols.device, symbols.dtype
         if header_bpsk is None:
             header_bpsk = torch.ones(b, cfg.header_symbols, cfg.n_data)

@@ -21,3 +21,12 @@ def test_receive_frame_takes_the_frame_from_its_first_sample():
         rx.receive_frame(x.real, 96)
     with pytest.raises(ValueError, match="samples from the LTS start"):
         rx.receive_frame(x[:, : cfg.frame_len(96) - 1], 96)
+
+
+def test_an_empty_payload_is_a_clear_error():
+    import numpy as np
+
+    from hil.phy import Header
+
+    with pytest.raises(ValueError, match="at least one payload symbol"):
+        FrameBuilder().build_numpy(np.zeros(0, np.complex64), Header(1, 1, bytes(8), 0, (3, 8, 8)))
