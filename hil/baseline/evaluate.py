@@ -221,7 +221,7 @@ def plot(doc: dict, path: str, label: str = "JSCC") -> None:
             [c["bound"][s]["psnr_db"] for s in x],
             "k:",
             lw=1.5,
-            label="bound: JPEG/WebP at capacity",
+            label="bound: best image codec at capacity",
         )
         ax.plot(x, [c["jscc"][s]["psnr_db"] for s in x], "r-o", lw=2.5, ms=3, label=label)
         ax.set_title(f"{name}: {doc['tiles']} tiles, {doc['n_symbols']} symbols per image")

@@ -151,6 +151,8 @@ class SampleSender:
         samples: [n] complex64 (other dtypes are cast to it; framed mode refuses other shapes).
         """
         samples = np.ascontiguousarray(samples, dtype=np.complex64)
+        if samples.ndim != 1:  # raw mode skips encode's check: a 2-D block would go out flat
+            raise ValueError(f"samples must be 1-D, got shape {samples.shape}")
         if offset is not None:
             self.offset = offset
         if self.raw:

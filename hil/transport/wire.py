@@ -110,6 +110,8 @@ def all_finite(samples: np.ndarray) -> bool:
 
     samples: [n] complex64, C-contiguous (viewed as [2 n] float32: no other dtype is valid).
     """
+    if samples.dtype != np.complex64:
+        raise TypeError(f"all_finite checks complex64 samples, got {samples.dtype}")
     v = samples.view(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         if np.isfinite(np.dot(v, v)):
