@@ -78,6 +78,30 @@ EQUIVALENT: dict[str, str] = {
         "size do not depend on the dtype"
     ),
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
+    # hil/phy/coding.py
+    "hil.phy.coding.x_invert_hard__mutmut_37": (
+        "range(2, K): the skipped tap g0[1] of 133 octal (1011011) is zero"
+    ),
+    "hil.phy.coding.x_repetition_decode__mutmut_10": "numpy's reshape takes -2 as -1 (unknown)",
+    "hil.phy.coding.x_viterbi_decode__mutmut_66": "as repetition_decode mutmut_10",
+    "hil.phy.coding.x_viterbi_decode__mutmut_73": "as repetition_decode mutmut_10",
+    "hil.phy.coding.x_viterbi_decode__mutmut_47": (
+        "branch sign 2 - 2b = 1 + (1 - 2b): adds l0 + l1 to every branch of a step, the same "
+        "for all paths"
+    ),
+    "hil.phy.coding.x_viterbi_decode__mutmut_49": (
+        "branch sign 1 - 3b = 1.5 (1 - 2b) - 0.5: every path metric scaled by 1.5 and shifted "
+        "by the same amount; the argmax is unchanged"
+    ),
+    "hil.phy.coding.x_viterbi_decode__mutmut_105": (
+        "start metric 1 instead of 0: every path starts in that one state, the same offset for all"
+    ),
+    "hil.phy.coding.x_viterbi_decode__mutmut_116": (
+        "ties (two exactly equally likely paths) broken the other way: both are ML decisions"
+    ),
+    "hil.phy.coding.x_viterbi_decode__mutmut_161": (
+        "one more traceback step at t = -1 writes the last column, a tail bit that is cut off"
+    ),
     # hil/apps/accounting.py
     "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_18": (
         "p0 <= h: a header failure never sits at the stream position of a frame whose header "
@@ -105,6 +129,27 @@ EQUIVALENT: dict[str, str] = {
     "hil.apps.accounting.xǁAccountingǁobserved__mutmut_11": "setdefault(seq) is setdefault(seq, None)",
     "hil.apps.accounting.xǁAccountingǁobserved__mutmut_19": "as observed mutmut_11",
     "hil.apps.accounting.xǁAccountingǁobserved__mutmut_30": "as observed mutmut_11",
+    # hil/baseline/digital.py
+    "hil.baseline.digital.xǁDigitalCodecǁ__init____mutmut_38": (
+        "num_bits_per_symbol=1 for BPSK instead of None: the 5G bit interleaver of order 1 is "
+        "the identity"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁ__init____mutmut_39": "as __init__ mutmut_38",
+    "hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_2": (
+        "y not cast to complex64: Sionna's demapper takes complex128 as well; the bits differ "
+        "at most by float rounding of the LLRs (and the LDPC decoder clips them at 20)"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_5": "as decode mutmut_2, for no (float64)",
+    "hil.baseline.digital.xǁDigitalCodecǁ__init____mutmut_56": (
+        "hard_out=True left out: it is LDPC5GDecoder's default"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁframed_bits__mutmut_20": (
+        "0/1 bits as float64 instead of float32: they are stored into a float32 array"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁunframe__mutmut_6": (
+        "asarray without float32: 0/1 bits minus the scrambler round to the same integers"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁunframe__mutmut_8": "as unframe mutmut_6",
     # hil/jscc/checkpoint.py
     "hil.jscc.checkpoint.x_save_checkpoint__mutmut_41": (
         "upper-case name of the temporary weights file, renamed away at once"
@@ -121,6 +166,22 @@ EQUIVALENT: dict[str, str] = {
         "version left to its default: decode has just required ver == VERSION, the default"
     ),
 }
+# Sionna's Mapper already returns complex64 for PAM and QAM, so the BPSK cast is a no-op
+for _n in (20, 21, 23):
+    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁencode__mutmut_{_n}"] = (
+        "Sionna's Mapper returns complex64 for PAM and QAM alike: the cast changes nothing"
+    )
+# decode's s and ns are computed and never read
+for _n in (14, 17, 30, 31):
+    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_{_n}"] = (
+        "s and ns are never read (dead code in decode)"
+    )
+# LDPC5GDecoder clamps its channel LLRs to +-llr_max = 20 itself, so the +-50 clamp before it
+# (and any wider or one-sided version of it) changes nothing
+for _n in (20, 21, 23, 26, 27):
+    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_{_n}"] = (
+        "the decoder clamps channel LLRs to +-20 itself; the +-50 clamp is redundant"
+    )
 # export_checkpoint passes the source document minus format/fingerprint/model/phy as meta;
 # keeping one of them in meta overrides it with the same value (load_checkpoint has just
 # verified it) and in the same key position, so the files written are byte for byte the same.

@@ -205,3 +205,105 @@ def test_a_flipped_bit_with_a_valid_length_is_an_erasure(where):
         b = bits.copy()
         b[i] = 1 - b[i]
         assert codec.unframe(b) is None, i
+
+
+# --- exact framing, segmentation and parameters (mutation testing, docs/mutation.md)
+
+
+def test_mcs_keys_scheme_bytes_and_their_messages():
+    assert mcs_by_key(" qpsk 1/2 ") == 2 and mcs_by_key("64qam-8/9") == 7
+    with pytest.raises(ValueError) as e:
+        mcs_by_key("256QAM 1/2")
+    keys = "BPSK-1/3, QPSK-1/3, QPSK-1/2, QPSK-3/4, 16QAM-1/2, 16QAM-3/4, 64QAM-2/3, 64QAM-8/9"
+    assert str(e.value) == f"unknown MCS '256QAM 1/2'; one of {keys}"
+    from hil.baseline.digital import is_digital_scheme
+
+    assert scheme_id(0, 0) == 1 and scheme_id(7, 3) == 32
+    assert [is_digital_scheme(s) for s in (0, 1, 32, 33)] == [False, True, True, False]
+    for mi, c in ((8, 0), (0, 4), (-1, 0), (0, -1)):
+        with pytest.raises(ValueError) as e:
+            scheme_id(mi, c)
+        assert str(e.value) == f"no scheme for MCS index {mi}, codec index {c}"
+    for s in (0, 33):
+        with pytest.raises(ValueError) as e:
+            parse_scheme(s)
+        assert str(e.value) == f"scheme {s} is not a digital scheme"
+
+
+def test_missing_sionna_says_how_to_install_it(monkeypatch):
+    import sys
+
+    from hil.baseline.digital import _sionna
+
+    monkeypatch.setitem(sys.modules, "sionna.phy.fec.ldpc", None)
+    with pytest.raises(ImportError) as e:
+        _sionna()
+    assert str(e.value) == (
+        "the separation baseline needs Sionna's 5G LDPC: pip install -e '.[baseline]' "
+        "(sionna-no-rt, PyTorch-based)"
+    )
+
+
+@pytest.mark.parametrize("key", [m.key for m in MCS_TABLE])
+def test_encode_is_sionnas_5g_chain_with_the_bit_interleaver_of_the_modulation(key):
+    """Rate-matched 5G LDPC with the 5G bit interleaver for the modulation order (none for
+    BPSK), then Gray QAM: the codec's symbols are exactly that chain's."""
+    from sionna.phy.fec.ldpc import LDPC5GEncoder
+    from sionna.phy.mapping import Mapper
+
+    mcs = MCS_TABLE[mcs_by_key(key)]
+    codec = DigitalCodec(mcs, 512)
+    ((k, n),) = codec.segments
+    payloads = [b"", bytes(range(15))]
+    u = torch.from_numpy(np.stack([codec.framed_bits(p) for p in payloads]))
+    enc = LDPC5GEncoder(k, n, num_bits_per_symbol=mcs.bits if mcs.bits > 1 else None)
+    ref = Mapper("pam" if mcs.bits == 1 else "qam", mcs.bits)(enc(u)).to(torch.complex64)
+    assert torch.equal(codec.encode(payloads), ref)
+    assert all(dec.num_iter == 20 for _, dec in codec._codes.values())
+
+
+def test_framed_bits_layout_and_scrambler():
+    """The frame's information bits: length u16, payload, CRC-32, zero padding, XOR a fixed
+    pseudo-random sequence (part of the format: recordings made earlier must still decode)."""
+    import struct
+    import zlib
+
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key("QPSK-1/2")], 512)
+    assert np.packbits(codec.scramble[:64].astype(np.uint8)).tobytes().hex() == "10a18aeb062cc54a"
+    payload = b"hello"
+    bits = codec.framed_bits(payload)
+    assert bits.dtype == np.float32 and bits.shape == (codec.k,)
+    plain = np.abs(bits - codec.scramble).astype(np.uint8)
+    framed = struct.pack(">H", 5) + payload + struct.pack(">I", zlib.crc32(payload))
+    assert np.packbits(plain).tobytes() == framed + bytes(codec.k // 8 - len(framed))
+    assert codec.unframe(bits.astype(np.int64)) == payload  # any dtype of 0/1 bits
+    with pytest.raises(ValueError) as e:
+        codec.framed_bits(bytes(codec.capacity + 1))
+    assert (
+        str(e.value)
+        == f"{codec.capacity + 1} bytes exceed the {codec.capacity}-byte budget of QPSK 1/2"
+    )
+
+
+def test_long_budgets_split_into_near_equal_codewords():
+    """50000 64QAM-8/9 symbols: 266666 information bits need 32 codewords of at most 8448;
+    the symbols are shared out as evenly as possible. The length field is unsigned 16 bits."""
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key("64QAM-8/9")], 50000)
+    assert codec.segments == [(8336, 9378)] * 16 + [(8330, 9372)] * 16
+    assert codec.k == 266656 and codec.capacity == 33326
+    big = bytes(range(256)) * 130  # 33280 bytes: the length needs all 16 bits
+    assert codec.unframe(codec.framed_bits(big)) == big
+
+
+def test_three_codewords_round_trip_at_any_precision():
+    """16897 QPSK-1/2 symbols: three codewords (5633 + 5632 + 5632 bits), concatenated in order,
+    decoded from complex128 symbols and float64 noise variances (one BP iteration is plenty
+    here)."""
+    codec = DigitalCodec(MCS_TABLE[mcs_by_key("QPSK-1/2")], 16897, num_iter=1)
+    assert codec.segments == [(5633, 11266), (5632, 11264), (5632, 11264)]
+    assert all(dec.num_iter == 1 for _, dec in codec._codes.values())
+    payloads = [bytes(range(256)) * 7 + b"tail", b"xy"]
+    x = codec.encode(payloads)
+    assert x.shape == (2, 16897) and x.dtype == torch.complex64
+    no = torch.full(x.shape, 1e-3, dtype=torch.float64)
+    assert codec.decode(x.to(torch.complex128), no) == payloads
