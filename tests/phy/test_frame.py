@@ -405,3 +405,101 @@ def test_decode_header_llr_errors_and_float_bits():
     assert str(e.value) == "non-finite header LLRs"
     # hard bits given as floats (a thresholded tensor) parse like uint8 bits
     assert parse_header_bits(_truth_bits(_hdr()).astype(np.float32)) == _hdr()
+
+
+# --- the convolutional code against its definition (mutation testing, docs/mutation.md)
+
+
+def test_conv_code_impulse_response_is_the_generators():
+    """One 1 then the six-zero tail: the output pairs are the taps of 133 and 171 (octal),
+    1011011 and 1111001, as in 802.11a. (The trellis is built afresh: it is cached.)"""
+    from hil.phy import coding
+
+    coding._trellis.cache_clear()
+    g0, g1 = [1, 0, 1, 1, 0, 1, 1], [1, 1, 1, 1, 0, 0, 1]
+    expect = [b for pair in zip(g0, g1, strict=True) for b in pair]
+    np.testing.assert_array_equal(conv_encode(np.array([1])), expect)
+    coded = conv_encode(np.array([1, 0, 1]))  # linear: the sum of shifted impulse responses
+    shifted = np.zeros(2 * 9, np.uint8)
+    shifted[0:14] ^= np.array(expect, np.uint8)
+    shifted[4:18] ^= np.array(expect, np.uint8)
+    np.testing.assert_array_equal(coded, shifted)
+
+
+def test_viterbi_shapes_and_input_errors():
+    bits = np.array([1, 0, 1, 1], np.uint8)
+    llr = 1.0 - 2.0 * conv_encode(bits)
+    single = viterbi_decode(llr)
+    assert single.shape == (4,) and single.dtype == np.uint8
+    np.testing.assert_array_equal(single, bits)
+    np.testing.assert_array_equal(viterbi_decode(llr[None].repeat(2, 0)), [bits, bits])
+    np.testing.assert_array_equal(viterbi_decode(1.0 - 2.0 * conv_encode([1])), [1])
+    # (a 1-D input is reported with its batch axis added)
+    for bad, shape in (((12,), (1, 12)), ((15,), (1, 15)), ((2, 12), (2, 12)), ((1, 2, 14),) * 2):
+        with pytest.raises(ValueError) as e:
+            viterbi_decode(np.zeros(bad))
+        assert str(e.value) == f"llr must be [L] or [B, L] with even L >= 14, got {shape}"
+
+
+def test_viterbi_prefers_the_stronger_evidence():
+    """Soft decisions: two weak wrong LLRs lose against the strong right ones of a codeword."""
+    bits = np.random.default_rng(9).integers(0, 2, 40).astype(np.uint8)
+    llr = 5.0 * (1.0 - 2.0 * conv_encode(bits))
+    llr[[3, 4]] = -0.1 * np.sign(llr[[3, 4]])
+    np.testing.assert_array_equal(viterbi_decode(llr), bits)
+
+
+def test_hard_inversion_needs_the_zero_tail():
+    from hil.phy.coding import invert_hard
+
+    bits = np.array([1, 1, 0, 1, 0, 0, 1], np.uint8)
+    # a codeword of bits + 100000 without its own tail: the last six inputs are not zero
+    open_end = conv_encode(np.r_[bits, 1, 0, 0, 0, 0, 0])[:-12]
+    assert len(open_end) == 2 * (len(bits) + 6)
+    assert invert_hard(open_end) is None
+    np.testing.assert_array_equal(invert_hard(conv_encode(bits)), bits)
+
+
+def test_repetition_reference_code():
+    from hil.phy.coding import repetition_decode, repetition_encode
+
+    np.testing.assert_array_equal(repetition_encode(np.array([1, 0, 1])), [1, 1, 0, 0, 1, 1])
+    np.testing.assert_array_equal(repetition_encode([1, 0], times=3), [1, 1, 1, 0, 0, 0])
+    assert repetition_encode([1, 0]).dtype == np.uint8
+    llr = np.array([2.0, -3.0, -1.0, 0.5, 0.0, 0.0])
+    out = repetition_decode(llr)
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, [1, 1, 0])  # sums -1, -0.5, 0 (a tie is a 0)
+    np.testing.assert_array_equal(repetition_decode(llr, times=3), [1, 0])
+
+
+def test_interleaver_writes_rows_and_reads_columns():
+    from hil.phy.coding import interleaver
+
+    np.testing.assert_array_equal(interleaver(7, cols=3), [0, 3, 6, 1, 4, 2, 5])
+    np.testing.assert_array_equal(interleaver(6, cols=3), [0, 3, 1, 4, 2, 5])
+    p = interleaver(40)  # default 16 columns, the last row partly filled
+    np.testing.assert_array_equal(p[:6], [0, 16, 32, 1, 17, 33])
+    np.testing.assert_array_equal(p[-4:], [14, 30, 15, 31])
+
+
+def test_code_takes_bits_of_any_dtype():
+    from hil.phy.coding import invert_hard
+
+    bits = np.array([1, 0, 0, 1, 1, 0, 1], np.uint8)
+    coded = conv_encode(bits)
+    np.testing.assert_array_equal(conv_encode(bits.astype(np.float32)), coded)
+    np.testing.assert_array_equal(conv_encode(bits.astype(bool)), coded)
+    out = invert_hard(coded.astype(np.float64))
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out, bits)
+
+
+def test_viterbi_knows_the_encoder_starts_in_state_zero():
+    """The first two coded pairs very reliable, the rest weak: from any other start state the
+    best path would flip an early bit to match them."""
+    bits = np.random.default_rng(4).integers(0, 2, 30).astype(np.uint8)
+    sign = 1.0 - 2.0 * conv_encode(bits)
+    llr = 1.0 * sign
+    llr[:4] = 100.0 * sign[:4]
+    np.testing.assert_array_equal(viterbi_decode(llr), bits)
