@@ -102,6 +102,22 @@ EQUIVALENT: dict[str, str] = {
     "hil.phy.coding.x_viterbi_decode__mutmut_161": (
         "one more traceback step at t = -1 writes the last column, a tail bit that is cut off"
     ),
+    # hil/phy/sync.py
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_61": 'mode="valid" is np.correlate\'s default',
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_121": (
+        "captured <= threshold instead of <: differs only when a float sum hits 0.35 exactly"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_28": (
+        "max(..., 1) instead of 0: t_pred - search >= plateau_pos + 104 > 0, the bound never binds"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_44": (
+        "derotation phase ramp from n - lo instead of n + lo: a constant phase factor, which "
+        "neither the correlation magnitudes nor the angle between the two LTS halves see"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_146": (
+        "sc_metric is a placeholder: the caller (phy/stream.py) sets it to the plateau metric"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_158": "as refine mutmut_146",
     # hil/apps/accounting.py
     "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_18": (
         "p0 <= h: a header failure never sits at the stream position of a frame whose header "
@@ -308,7 +324,7 @@ def main(argv=None) -> int:
             for e in r["equivalent"]:
                 print(f"  {e}: {EQUIVALENT[e]}")
         if r["stale"]:
-            print(f"\nstale EQUIVALENT entries (no such mutant) for {r['file']}:")
+            print(f"\nEQUIVALENT entries to review (no such mutant, or killed) for {r['file']}:")
             for e in r["stale"]:
                 print(f"  {e}")
         if r["survived"]:

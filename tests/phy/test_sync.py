@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 
 from hil.phy import FrameBuilder, FrameReceiver, OfdmConfig
+from hil.phy.sequences import lts_time_symbol, sts_time
+from hil.phy.sync import StreamSync
 
 from .helpers import impair, make_frames, make_stream, run_receiver
 
 CFG = OfdmConfig()
 FB = FrameBuilder(CFG)
+FB_STS = sts_time(CFG)
 
 
 def _check(events, starts, headers, *, cfo_hz=None, cfo_tol=2e3, timing_tol=0):
@@ -164,3 +167,150 @@ def test_detector_cfo_estimate_against_truth(cfo_hz):
     err = np.array([e.detector_cfo_hz for e in ev]) - cfo_hz
     assert np.sqrt(np.mean(err**2)) < 55.0, err
     assert abs(err.mean()) < 25.0
+
+
+# --- StreamSync against its definition, by brute force (mutation testing, docs/mutation.md)
+
+
+def test_thresholds_defaults_and_limits():
+    s = StreamSync(CFG)
+    assert (s.threshold, s.lts_threshold, s.last_captured) == (0.3, 0.35, 0.0)
+    assert (s.L, s.W, s.search) == (16, 6, 64)
+    StreamSync(CFG, threshold=0.999, lts_threshold=0.0)
+    for t, lt in ((0.0, 0.35), (1.0, 0.35), (0.3, 1.0), (0.3, -0.01), (1.5, 0.35), (0.3, 1.5)):
+        with pytest.raises(ValueError) as e:
+            StreamSync(CFG, threshold=t, lts_threshold=lt)
+        assert str(e.value) == "thresholds must lie in (0, 1)"
+
+
+def _ref_metric(r, L=16, W=6):
+    """M and P of every window by their definition, one window at a time, in float64."""
+    r = r.astype(np.complex128)
+    out_m, out_p = [], []
+    for b in range((len(r) - L) // L - W + 1):
+        n = np.arange(b * L, (b + W) * L)
+        p = np.sum(np.conj(r[n]) * r[n + L])
+        e = np.sum(0.5 * (np.abs(r[n]) ** 2 + np.abs(r[n + L]) ** 2))
+        out_m.append(abs(p) ** 2 / max(e * e, 1e-30))
+        out_p.append(p)
+    return np.array(out_m), np.array(out_p)
+
+
+def test_metric_is_its_definition_exactly():
+    """Integer-valued samples up to 1000: every product and sum is exact in float64 and block
+    sums exceed float32's 24-bit mantissa, so the sums' precision is tested too; a
+    small-amplitude stream checks the energy floor."""
+    s = StreamSync(CFG)
+    rng = np.random.default_rng(0)
+    r = (rng.integers(-1000, 1001, 300) + 1j * rng.integers(-1000, 1001, 300)).astype(np.complex64)
+    # (scaled, the complex64 products round: float32 precision)
+    for x, tol in ((r, 1e-12), ((r * 1e-6).astype(np.complex64), 1e-5)):
+        m, p = s.metric(x)
+        rm, rp = _ref_metric(x)
+        assert m.dtype == np.float64 and p.dtype == np.complex128 and len(m) == len(rm) == 12
+        np.testing.assert_allclose(m, rm, rtol=tol)
+        np.testing.assert_allclose(p, rp, rtol=tol)
+    # the plateau of a clean STS: exactly 1 for the 4 windows inside it (W = repeats - 4)
+    m, _ = s.metric(np.r_[FB_STS, np.zeros(64, np.complex64)])
+    assert np.all(np.abs(m[:4] - 1) < 1e-6) and m[4] < 0.99
+    # shorter than one window: both empty; one window: one value
+    for n, k in ((7 * 16 - 1, 0), (7 * 16, 1)):
+        m, p = s.metric(r[:n])
+        assert len(m) == len(p) == k and p.dtype == np.complex128
+
+
+def _ref_refine(r, r0, pos, p, c=CFG):
+    """Fine timing and CFO by the module docstring, one lag at a time."""
+    L = c.sts_period
+    coarse = np.angle(p) / (2 * np.pi * L)
+    t_pred = pos - ((c.sts_repeats - 1 - 6) * L) // 2 + c.sts_len + c.lts_cp
+    sym = lts_time_symbol(c).astype(np.complex128)
+    n_fft = c.fft_size
+    energy = 2 * np.sum(np.abs(sym) ** 2)
+    lags = np.arange(t_pred - 4 * L, t_pred + 4 * L + 1)
+    rho, segs = [], []
+    for t in lags:
+        k = np.arange(t, t + 2 * n_fft)
+        x = r[k].astype(np.complex128) * np.exp(-2j * np.pi * coarse * k)
+        c1, c2 = np.vdot(sym, x[:n_fft]), np.vdot(sym, x[n_fft:])
+        rho.append((abs(c1) + abs(c2)) ** 2 / (np.sum(np.abs(x) ** 2) * energy))
+        segs.append(x)
+    rho = np.array(rho)
+    i = int(np.argmax(rho))
+    w = rho[max(i - c.cp_len, 0) : i + c.cp_len + 1]
+    captured = float(np.sum(np.maximum(w - np.median(rho), 0)))
+    x = segs[i]
+    fine = np.angle(np.vdot(x[:n_fft], x[n_fft:])) / (2 * np.pi * n_fft)
+    return captured, int(lags[i]) - c.lts_cp, coarse + fine
+
+
+@pytest.mark.parametrize(("cfo", "scale", "snr_db"), [(0.004, 1.0, 12), (-0.011, 1e-3, 6)])
+def test_refine_is_its_definition(cfo, scale, snr_db):
+    """A frame at sample 80 of r (r0 = 5000) with CFO and noise: timing, CFO and the captured
+    LTS energy equal the brute-force computation; the detection is found exactly when r holds
+    needed_after samples, not one fewer."""
+    rng = np.random.default_rng(7)
+    frames, _, _ = make_frames(FB, rng, 1)
+    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    y = impair(x, snr_db=snr_db, cfo_hz=cfo * 4e6, seed=3) * np.float32(scale)
+    s = StreamSync(CFG)
+    m, p = s.metric(y)
+    pos = 6 * 16  # a window on the plateau (windows 5..8 lie inside the STS)
+    assert m[6] > 0.5
+    captured, lts, cfo_ref = _ref_refine(y, 5000, pos, p[6])
+    need = s.needed_after(pos)
+    # needed_after has one sample of slack: refine needs need - 1 samples, not need - 2
+    assert s.refine(y[: need - 2], 5000, pos, complex(p[6])) is None
+    det = s.refine(y[:need], 5000, pos, complex(p[6]))
+    assert det is not None
+    assert det.lts_metric == s.last_captured and det.lts_metric == pytest.approx(captured, rel=1e-9)
+    assert det.lts_start == 5000 + lts and det.frame_start == det.lts_start - 160
+    assert det.frame_start == 5080
+    assert det.cfo_norm == pytest.approx(cfo_ref, rel=1e-9, abs=1e-12)
+    assert abs(det.cfo_norm - cfo) < 2e-4
+
+
+def test_refine_rejects_noise_and_remembers_what_it_captured():
+    rng = np.random.default_rng(11)
+    y = ((rng.normal(size=2000) + 1j * rng.normal(size=2000)) / np.sqrt(2)).astype(np.complex64)
+    s = StreamSync(CFG)
+    _, p = s.metric(y)
+    captured, _, _ = _ref_refine(y, 0, 400, p[25])
+    assert captured < 0.35
+    assert s.refine(y, 0, 400, complex(p[25])) is None
+    assert s.last_captured == pytest.approx(captured, rel=1e-9)
+
+
+@pytest.mark.parametrize(("delay", "inside"), [(16, True), (17, False)])
+def test_lts_energy_is_gathered_within_cp_len_of_the_peak(delay, inside):
+    """Two equal paths: the echo at cp_len counts toward the captured energy, one sample later
+    it does not."""
+    rng = np.random.default_rng(5)
+    frames, _, _ = make_frames(FB, rng, 1)
+    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    y = (x + np.roll(x, delay)) / np.sqrt(2)
+    s = StreamSync(CFG)
+    _, p = s.metric(y)
+    det = s.refine(y, 0, 96, complex(p[6]))
+    captured, _, _ = _ref_refine(y, 0, 96, p[6])
+    assert det.lts_metric == pytest.approx(captured, rel=1e-9)
+    assert (det.lts_metric > 0.75) == inside, det.lts_metric
+
+
+def test_refine_with_a_128_point_fft():
+    """Another numerology (128-point FFT, search window no longer 4 symbols of the LTS): the
+    second LTS half is still the one right after the first."""
+    cfg = OfdmConfig(fft_size=128, cp_len=32)
+    fb = FrameBuilder(cfg)
+    rng = np.random.default_rng(2)
+    frames, _, _ = make_frames(fb, rng, 1)
+    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(400, np.complex64)]
+    y = impair(x, snr_db=15, cfo_hz=8e3, seed=4)
+    s = StreamSync(cfg)
+    m, p = s.metric(y)
+    assert m[6] > 0.5
+    det = s.refine(y, 0, 96, complex(p[6]))
+    captured, lts, cfo_ref = _ref_refine(y, 0, 96, p[6], cfg)
+    assert det.frame_start == 80 and det.lts_start == lts
+    assert det.lts_metric == pytest.approx(captured, rel=1e-9)
+    assert det.cfo_norm == pytest.approx(cfo_ref, rel=1e-9)
