@@ -36,7 +36,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "receive": ("hil/phy/receive.py", ["tests/phy/test_receive.py", "tests/phy/test_surrogate.py"]),
     "wire": (
         "hil/transport/wire.py",
-        ["tests/transport/test_wire.py", "tests/transport/test_properties.py"],
+        [
+            "tests/transport/test_wire.py",
+            "tests/transport/test_properties.py",
+            "tests/transport/test_raw_guards.py",
+        ],
     ),
     "accounting": (
         "hil/apps/accounting.py",
