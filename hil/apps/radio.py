@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         "never blocks the radio: blocks a full or absent reader cannot take are counted",
     )
     p.add_argument(
+        "--raw-out-wait",
+        type=float,
+        default=0.0,
+        help="push: wait up to this many seconds for a reader to connect before the radio starts "
+        "(a flowgraph started first then misses nothing)",
+    )
+    p.add_argument(
         "--truth", help="sim: endpoint to connect for per-burst ground truth (PUSH, JSON)"
     )
     p.add_argument("--allow-remote", action="store_true", help="permit non-loopback binds")
@@ -144,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         raw_sock = make_socket(ctx, kind, a.raw_out, bind=True, allow_remote=a.allow_remote)
         raw_out = SampleSender(raw_sock, raw=True)
         log.info("raw complex64 RX stream (%s) at %s", a.raw_out_kind, a.raw_out)
+        if a.raw_out_wait > 0 and a.raw_out_kind == "push":
+            if raw_sock.poll(int(a.raw_out_wait * 1000), zmq.POLLOUT):
+                log.info("raw-out reader connected")
+            else:
+                log.warning("no raw-out reader after %.1f s: starting anyway", a.raw_out_wait)
     raw_dropped = 0
     tx_in = SampleReceiver(tx_sock, name="radio<-tx")
     try:

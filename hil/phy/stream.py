@@ -91,6 +91,7 @@ class FrameReceiver:
         max_payload: int = 1 << 16,
         threshold: float = 0.3,
         lts_threshold: float = 0.35,
+        dc_block: bool = True,
     ):
         self.cfg = cfg or OfdmConfig()
         self.rx = receiver or OfdmReceiver(self.cfg)
@@ -102,10 +103,35 @@ class FrameReceiver:
         self._buf = np.zeros(0, np.complex64)
         self._base = 0  # absolute index of _buf[0]
         self._scan = 0  # absolute index where the next detection window starts
+        self.dc_block = dc_block
+        self._dc = 0j  # running estimate of the RX DC offset
         self._rewound_to = -1  # the last frame end the scan went back to (echo removed)
         self._emitted_end = -1  # end of the last frame emitted with a valid header
         # queue of [detection, header | HeaderError | None, (row of results)] in stream order
         self._queue: list[list] = []
+
+    DC_TIME = 1 << 15  # samples: the DC estimate's time constant (8 ms at 4 MSps)
+
+    def _remove_dc(self, chunk: np.ndarray) -> np.ndarray:
+        """Subtract a slow running mean: a radio's residual DC offset (fixed in ADC codes, so
+        close to the signal when the RX gain is low) biases the short training field's
+        autocorrelation. OFDM leaves the DC bin empty, so nothing the frame carries is lost.
+        The estimate's time constant (DC_TIME) is far longer than a frame."""
+        n = len(chunk)
+        # a one-pole average of the block means, slow from the start: a fast start would follow
+        # the first frame's own short-term mean and distort it, where a constant offset only
+        # touches the empty DC bin
+        self._dc += (1.0 - np.exp(-n / self.DC_TIME)) * (complex(chunk.mean()) - self._dc)
+        return chunk - np.complex64(self._dc)
+
+    @property
+    def dc_estimate(self) -> complex:
+        """The running DC estimate removed from the stream (carried over a resync)."""
+        return self._dc
+
+    @dc_estimate.setter
+    def dc_estimate(self, value: complex) -> None:
+        self._dc = complex(value)
 
     @property
     def position(self) -> int:
@@ -127,6 +153,8 @@ class FrameReceiver:
             chunk = np.where(bad, np.complex64(0), chunk)
             self.stats.nonfinite += int(bad.sum())
         self.stats.samples += len(chunk)
+        if self.dc_block and len(chunk):
+            chunk = self._remove_dc(chunk)
         self._buf = np.concatenate([self._buf, chunk]) if len(self._buf) else chunk.copy()
         events: list[FrameEvent] = []
         # Detect every frame start available, then receive the headers and the

@@ -149,7 +149,7 @@ def test_radio_raw_out_into_gnu_radio_pull_source(tmp_path):
         rc, s = run_trio(
             tmp_path,
             count=3,
-            radio_extra=("--raw-out", ep),
+            radio_extra=("--raw-out", ep, "--raw-out-wait", "30"),
             rx_extra=("--record", str(tmp_path / "r")),
         )
         time.sleep(1.0)  # the flowgraph drains its socket
@@ -161,8 +161,6 @@ def test_radio_raw_out_into_gnu_radio_pull_source(tmp_path):
     got = np.fromfile(out, np.complex64)
     reader = SigMFReader(tmp_path / "r")
     rec = reader.read(0, reader.n)
-    # the radio binds as it starts and GNU Radio's source connects within its reconnect interval
-    # (100 ms): blocks sent before that are not taken (the radio never waits for a raw reader,
-    # it counts them); from the first block it takes, the file is the recorded stream
-    assert 0 <= len(rec) - len(got) <= 2 * 16384, (len(got), len(rec))
-    np.testing.assert_array_equal(got, rec[len(rec) - len(got) :])
+    # the radio waited for GNU Radio's source to connect (--raw-out-wait): nothing is missed
+    assert len(got) == len(rec), (len(got), len(rec))
+    np.testing.assert_array_equal(got, rec)
