@@ -33,7 +33,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "header": ("hil/phy/header.py", ["tests/phy/test_frame.py"]),
     "coding": ("hil/phy/coding.py", ["tests/phy/test_frame.py"]),
     "sync": ("hil/phy/sync.py", ["tests/phy/test_sync.py"]),
-    "receive": ("hil/phy/receive.py", ["tests/phy/test_receive.py", "tests/phy/test_surrogate.py"]),
+    "receive": (
+        "hil/phy/receive.py",
+        [
+            "tests/phy/test_receive.py",
+            "tests/phy/test_surrogate.py",
+            "tests/phy/test_receive_frame.py",
+        ],
+    ),
     "wire": (
         "hil/transport/wire.py",
         [
