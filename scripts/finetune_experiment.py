@@ -129,7 +129,10 @@ def main(argv=None) -> int:
     names = sorted(set(photo))
     test_photos, pick_photos = set(names[::3]), set(names[1::6])
     role = torch.tensor([2 if p in test_photos else 1 if p in pick_photos else 0 for p in photo])
-    rows, out = [], {}
+    # results of earlier runs in the same folder are kept (a channel re-run replaces its own)
+    saved = a.out / "finetune.json"
+    out = json.loads(saved.read_text()) if saved.exists() else {}
+    rows = []
     for name in a.channels.split(","):
         t0 = time.time()
         model, _phy, doc, _ = load_checkpoint(shipped_checkpoint())
@@ -149,17 +152,20 @@ def main(argv=None) -> int:
             fs = frame_set([f for f in train_f if role[f["item_id"]] != 2][:n], refs)
             tr, val = fs.subset(role[fs.item] == 0), fs.subset(role[fs.item] == 1)
             finetune_decoder(model, tr, val, epochs=a.epochs, seed=0)
-            res["after"][n] = {"psnr_db": decoder_psnr(model, test), "trained_on": len(tr)}
+            res["after"][str(n)] = {"psnr_db": decoder_psnr(model, test), "trained_on": len(tr)}
         res["seconds"] = time.time() - t0
         out[name] = res
         rows.append((name, res))
         print(
             f"{name}: before {before:.2f} dB, after "
-            + ", ".join(f"N={n}: {res['after'][n]['psnr_db']:.2f}" for n in ns),
+            + ", ".join(f"N={n}: {res['after'][str(n)]['psnr_db']:.2f}" for n in ns),
             file=sys.stderr,
             flush=True,
         )
-    (a.out / "finetune.json").write_text(json.dumps(out, indent=1))
+    saved.write_text(json.dumps(out, indent=1))
+    done = {name for name, _ in rows}
+    rows += [(k, v) for k, v in out.items() if k not in done and k in CHANNELS]
+    rows.sort(key=lambda r: list(CHANNELS).index(r[0]))
     print(
         f"\n## Fine-tuning the decoder on N recorded frames (shipped k/n 1/6, sim link, {a.epochs} "
         "epochs), PSNR (dB) on a held-out recording of the same channel (another seed), on the "
@@ -180,7 +186,10 @@ def main(argv=None) -> int:
         print(
             f"| {name} | {CHANNELS[name][0]} | {r['before']:.2f} | "
             + " | ".join(
-                f"{r['after'][n]['psnr_db']:.2f} ({r['after'][n]['psnr_db'] - r['before']:+.2f})"
+                f"{r['after'][str(n)]['psnr_db']:.2f} "
+                f"({r['after'][str(n)]['psnr_db'] - r['before']:+.2f})"
+                if str(n) in r["after"]
+                else "-"
                 for n in ns
             )
             + f" | {r['held_out_frames']} |"
