@@ -346,6 +346,14 @@ def build_pluto(s: PlutoState) -> list[Device]:
 
         return w
 
+    def choice(name: str, key: str, options: tuple[str, ...]) -> dict[str, Attr]:
+        """A setting with a fixed list of values (state attribute ``key``), and the
+        ``<name>_available`` list a Pluto shows beside it."""
+        return {
+            name: Attr(name, lambda: getattr(s, key), setter(key, lambda t: _choice(t, options))),
+            f"{name}_available": Attr(f"{name}_available", lambda: " ".join(options)),
+        }
+
     # ------------------------------------------------------------ ad9361-phy
     phy = Device("iio:device0", "ad9361-phy")
 
@@ -425,18 +433,8 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "hardwaregain_available": Attr(
             "hardwaregain_available", lambda: f"[{RX_GAIN_DB[0]:g} 1 {RX_GAIN_DB[1]:g}]"
         ),
-        "gain_control_mode": Attr(
-            "gain_control_mode",
-            lambda: s.gain_mode,
-            setter("gain_mode", lambda t: _choice(t, GAIN_MODES)),
-        ),
-        "gain_control_mode_available": Attr(
-            "gain_control_mode_available", lambda: " ".join(GAIN_MODES)
-        ),
-        "rf_port_select": Attr(
-            "rf_port_select", lambda: s.rx_port, setter("rx_port", lambda t: _choice(t, RX_PORTS))
-        ),
-        "rf_port_select_available": Attr("rf_port_select_available", lambda: " ".join(RX_PORTS)),
+        **choice("gain_control_mode", "gain_mode", GAIN_MODES),
+        **choice("rf_port_select", "rx_port", RX_PORTS),
         "rssi": Attr("rssi", rssi),
         "filter_fir_en": fir_en,
     }
@@ -467,10 +465,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "sampling_frequency_available": Attr(
             "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX_HZ)}]"
         ),
-        "rf_port_select": Attr(
-            "rf_port_select", lambda: s.tx_port, setter("tx_port", lambda t: _choice(t, TX_PORTS))
-        ),
-        "rf_port_select_available": Attr("rf_port_select_available", lambda: " ".join(TX_PORTS)),
+        **choice("rf_port_select", "tx_port", TX_PORTS),
         "rssi": Attr("rssi", lambda: "0.00 dB"),
         "filter_fir_en": fir_en,
     }
@@ -565,27 +560,12 @@ def build_pluto(s: PlutoState) -> list[Device]:
         return f"FIR Rx: {s.fir_taps},{s.fir_dec} Tx: {s.fir_taps},{s.fir_dec}"
 
     phy.attrs = {
-        "calib_mode": Attr(
-            "calib_mode",
-            lambda: s.calib_mode,
-            setter("calib_mode", lambda t: _choice(t, CALIB_MODES)),
-        ),
-        "calib_mode_available": Attr("calib_mode_available", lambda: " ".join(CALIB_MODES)),
-        "ensm_mode": Attr(
-            "ensm_mode", lambda: s.ensm_mode, setter("ensm_mode", lambda t: _choice(t, ENSM_MODES))
-        ),
-        "ensm_mode_available": Attr("ensm_mode_available", lambda: " ".join(ENSM_MODES)),
+        **choice("calib_mode", "calib_mode", CALIB_MODES),
+        **choice("ensm_mode", "ensm_mode", ENSM_MODES),
         "filter_fir_config": Attr("filter_fir_config", fir_config_read, fir_config_write),
         "rx_path_rates": Attr("rx_path_rates", lambda: _rates(s, "RX")),
         "tx_path_rates": Attr("tx_path_rates", lambda: _rates(s, "TX")),
-        "trx_rate_governor": Attr(
-            "trx_rate_governor",
-            lambda: s.rate_governor,
-            setter("rate_governor", lambda t: _choice(t, RATE_GOVERNORS)),
-        ),
-        "trx_rate_governor_available": Attr(
-            "trx_rate_governor_available", lambda: " ".join(RATE_GOVERNORS)
-        ),
+        **choice("trx_rate_governor", "rate_governor", RATE_GOVERNORS),
         "xo_correction": Attr(
             "xo_correction",
             ro(lambda: s.xo_correction),
