@@ -62,18 +62,7 @@ EXAMPLE_HEADER = {
 
 
 def example_header() -> Header:
-    d = EXAMPLE_HEADER
-    return Header(
-        seq=d["seq"],
-        item_id=d["item_id"],
-        fingerprint=bytes.fromhex(d["fingerprint"]),
-        payload_len=d["payload_len"],
-        shape=tuple(d["shape"]),
-        chunk_index=d["chunk_index"],
-        chunk_count=d["chunk_count"],
-        scheme=d["scheme"],
-        version=d["version"],
-    )
+    return Header.from_dict(EXAMPLE_HEADER)
 
 
 def example_payload() -> np.ndarray:

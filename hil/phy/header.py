@@ -105,6 +105,14 @@ class Header:
         d["shape"] = list(self.shape)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Header:
+        """The inverse of ``to_dict`` (fingerprint as hex, shape as a list); the fields are
+        checked as for any header."""
+        return cls(
+            **{**d, "fingerprint": bytes.fromhex(d["fingerprint"]), "shape": tuple(d["shape"])}
+        )
+
 
 def coded_bits_capacity(cfg: OfdmConfig) -> int:
     return cfg.header_symbols * cfg.n_data

@@ -51,18 +51,9 @@ def bits_of(s: str) -> np.ndarray:
 
 
 def example_header(meta: dict) -> Header:
-    d = meta["header"]
-    return Header(
-        seq=d["seq"],
-        item_id=d["item_id"],
-        fingerprint=bytes.fromhex(d["fingerprint"]),
-        payload_len=d["payload_len"],
-        shape=tuple(d["shape"]),
-        chunk_index=d["chunk_index"],
-        chunk_count=d["chunk_count"],
-        scheme=d["scheme"],
-        version=d["version"],
-    )
+    h = Header.from_dict(meta["header"])
+    assert h.to_dict() == meta["header"]  # the vector names every field, nothing else
+    return h
 
 
 def example_payload() -> np.ndarray:
