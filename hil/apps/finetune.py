@@ -111,7 +111,7 @@ def received_frames(stem: str | Path, doc: dict, log: logging.Logger) -> tuple[l
     for c in rec.chunks(int(rec.global_field("hil:chunk", 65536))):
         if c.new_capture and not first:  # samples lost between captures: restart detection
             counts["dropped_by_gaps"] += len(fr.incomplete())
-            fr = FrameReceiver(phy, receiver=fr.rx)
+            fr = fr.after_gap()
         first = False
         for e in fr.push(c.samples):
             if e.status != "ok":

@@ -158,9 +158,7 @@ class Receiver:
                 )
             elif hdr is None:
                 self.acc.cut_unknown += 1
-        dc = self.fr.dc_estimate
-        self.fr = FrameReceiver(self.phy, receiver=self.fr.rx)
-        self.fr.dc_estimate = dc  # the radio's DC offset did not change with the gap
+        self.fr = self.fr.after_gap()
         self.fr_base = None
         self.pos_base = self.stream_samples
 

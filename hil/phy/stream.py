@@ -124,14 +124,20 @@ class FrameReceiver:
         self._dc += (1.0 - np.exp(-n / self.DC_TIME)) * (complex(chunk.mean()) - self._dc)
         return chunk - np.complex64(self._dc)
 
-    @property
-    def dc_estimate(self) -> complex:
-        """The running DC estimate removed from the stream (carried over a resync)."""
-        return self._dc
-
-    @dc_estimate.setter
-    def dc_estimate(self, value: complex) -> None:
-        self._dc = complex(value)
+    def after_gap(self) -> FrameReceiver:
+        """A receiver for the stream after samples were lost: the same receive path, settings
+        and DC estimate (a radio's offset does not change with a gap); detection, the queue and
+        the stats start afresh. Frames in flight are the caller's to report (``incomplete``)."""
+        fr = FrameReceiver(
+            self.cfg,
+            self.rx,
+            self.max_payload,
+            self.sync.threshold,
+            self.sync.lts_threshold,
+            self.dc_block,
+        )
+        fr._dc = self._dc
+        return fr
 
     @property
     def position(self) -> int:

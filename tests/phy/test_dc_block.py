@@ -47,3 +47,13 @@ def test_without_the_dc_block_a_strong_offset_hides_frames():
     x, sent = stream(2.0 + 1j)
     ok = [e for e in receive(x, dc_block=False) if e.status == "ok"]
     assert len(ok) < len(sent)
+
+
+def test_after_a_gap_the_dc_estimate_and_settings_carry_over():
+    x, _ = stream(2.0 + 1j, n_frames=1)
+    fr = FrameReceiver(OfdmConfig(), threshold=0.4, dc_block=True)
+    fr.push(x[:150_000])
+    nxt = fr.after_gap()
+    assert nxt._dc == fr._dc and abs(nxt._dc - (2 + 1j)) < 0.2
+    assert (nxt.rx, nxt.sync.threshold, nxt.dc_block) == (fr.rx, 0.4, True)
+    assert nxt.position == 0 and nxt.stats.samples == 0  # the stream itself starts afresh
