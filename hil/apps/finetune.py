@@ -74,6 +74,7 @@ def received_frames(stem: str | Path, doc: dict, log: logging.Logger) -> tuple[l
     counts). Raises RecordingRefused for another model's or PHY's recording."""
     from ..jscc.finetune import transmitter_fingerprint
     from ..phy import FrameReceiver, OfdmConfig
+    from ..radio.ad9363 import same_rate
     from ..record import SigMFReader
 
     rec = SigMFReader(stem)
@@ -89,7 +90,7 @@ def received_frames(stem: str | Path, doc: dict, log: logging.Logger) -> tuple[l
         raise RecordingRefused(
             f"{stem}: recorded with another PHY ({rec_phy}), not {phy.to_dict()}"
         )
-    if abs(rec.sample_rate_hz - phy.sample_rate_hz) > 0.5:
+    if not same_rate(rec.sample_rate_hz, phy.sample_rate_hz):
         raise RecordingRefused(
             f"{stem}: {rec.sample_rate_hz:g} Sps, the PHY runs at {phy.sample_rate_hz:g}"
         )

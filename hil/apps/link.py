@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..radio.ad9363 import same_rate
 from ..transport import free_tcp_endpoint
 from .common import items, resolve_checkpoint, setup_logging
 
@@ -95,7 +96,7 @@ def _check_rates(profile: str, ckpt: str) -> None:
 
     phy_hz = float(read_meta(ckpt)["phy"]["sample_rate_hz"])
     radio_hz = load_profile(profile)["radio"].sample_rate_hz
-    if abs(radio_hz - phy_hz) > 0.5:
+    if not same_rate(radio_hz, phy_hz):
         raise ValueError(
             f"profile {Path(profile).name} sets sample_rate_hz = {radio_hz:g}, the checkpoint's "
             f"PHY runs at {phy_hz:g} Hz: set the profile's rate to the PHY's"

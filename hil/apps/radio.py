@@ -23,6 +23,7 @@ import time
 import zmq
 
 from ..radio import BlockFlag, RadioConfig, RadioError, load_profile, open_radio
+from ..radio.ad9363 import same_rate
 from ..radio.config import ConfigError
 from ..transport import (
     CYCLIC,
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     break
                 rate = msg.header.sample_rate_hz
-                if rate and abs(rate - cfg.sample_rate_hz) > 0.5:
+                if rate and not same_rate(rate, cfg.sample_rate_hz):
                     raise RadioError(
                         f"TX samples at {rate / 1e6:g} MSps, the radio runs at "
                         f"{cfg.sample_rate_hz / 1e6:g} MSps: the profile's sample_rate_hz must be "

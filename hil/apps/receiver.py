@@ -27,6 +27,7 @@ from ..baseline import receive as _digital_decoders  # noqa: F401 (registers the
 from ..jscc.decoders import Decoded, Decoders, scheme_name
 from ..jscc.metrics import psnr, ssim
 from ..phy import FrameEvent, FrameReceiver, OfdmConfig
+from ..radio.ad9363 import same_rate
 from ..transport import DROP, OVERFLOW
 from .accounting import Accounting, Records
 from .sources import Chunk
@@ -38,7 +39,7 @@ class RateMismatch(ValueError):
 
 def check_rate(stated_hz: float, phy_hz: float, what: str) -> None:
     """``stated_hz`` (0: not stated) must be the PHY's rate, to the hertz."""
-    if stated_hz and abs(stated_hz - phy_hz) > 0.5:
+    if stated_hz and not same_rate(stated_hz, phy_hz):
         raise RateMismatch(
             f"{what} runs at {stated_hz / 1e6:g} MSps but the checkpoint's PHY at "
             f"{phy_hz / 1e6:g} MSps; set the radio profile's sample_rate_hz to the PHY's rate"

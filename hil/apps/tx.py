@@ -18,6 +18,7 @@ import zmq
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
 from ..phy import FrameBuilder, Header, to_full_scale
+from ..radio.ad9363 import same_rate
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
 from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
 
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..jscc.finetune import transmitter_fingerprint
 
     fp = transmitter_fingerprint(doc)
-    if a.sample_rate is not None and abs(a.sample_rate - phy.sample_rate_hz) > 0.5:
+    if a.sample_rate is not None and not same_rate(a.sample_rate, phy.sample_rate_hz):
         raise ValueError(
             f"--sample-rate {a.sample_rate:g} disagrees with the checkpoint's PHY "
             f"({phy.sample_rate_hz:g} Hz), the one source of the sample rate"

@@ -57,3 +57,9 @@ CORE_RSTN = 0x3  # mmcm_resetn | resetn: the core running
 SPI_REG_MAX = 0x3FF
 SPI_PRODUCT_ID = 0x037  # REG_PRODUCT_ID: 0x08 (AD9361 family) | revision 2
 SPI_PRODUCT_ID_VALUE = 0x0A
+
+
+def same_rate(a_hz: float, b_hz: float) -> bool:
+    """Two sample rates are the same to the hertz (the driver takes integer rates): the check
+    wherever a rate meets the PHY config's, the one source of the sample rate."""
+    return abs(float(a_hz) - float(b_hz)) <= 0.5
