@@ -6,6 +6,8 @@
 
 Each ``--telemetry`` is a process's PUB endpoint (the radio's ``--telemetry``, the receiver's
 ``--telemetry``). The page is at http://127.0.0.1:8750/ unless ``--port`` says otherwise.
+It is read-only unless ``--control EP`` names the radio's ``--settings`` endpoint: then its
+control panel sets RX/TX gain and LO, each value checked here and by the radio.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow a non-loopback --host; a token is then required in the URL",
     )
+    p.add_argument(
+        "--control",
+        metavar="EP",
+        help="let the page change the radio's RX/TX gain and LO through this endpoint (the "
+        "radio's --settings); without it the dashboard is read-only",
+    )
     p.add_argument("--url-file", help="write the page's URL here once serving")
     p.add_argument("--max-seconds", type=float, help="stop after this long (tests, scripts)")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -44,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging("dashboard", a.verbose)
     from ..dashboard.server import Dashboard
 
-    for e in a.telemetry:
-        if not e.startswith(("tcp://", "ipc://")):
-            raise ValueError(f"--telemetry {e!r}: expected tcp://host:port or ipc://path")
-    dash = Dashboard(a.telemetry, a.host, a.port, allow_remote=a.allow_remote)
+    for flag, e in [*(("--telemetry", t) for t in a.telemetry), ("--control", a.control)]:
+        if e is not None and not e.startswith(("tcp://", "ipc://")):
+            raise ValueError(f"{flag} {e!r}: expected tcp://host:port or ipc://path")
+    dash = Dashboard(a.telemetry, a.host, a.port, allow_remote=a.allow_remote, control=a.control)
 
     async def go() -> None:
         stop = asyncio.Event()

@@ -64,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dashboard-port", type=int, default=8750, help="0 picks a free port")
     p.add_argument(
+        "--dashboard-control",
+        action="store_true",
+        help="with --dashboard: let the page change the radio's RX/TX gain and LO (checked values)",
+    )
+    p.add_argument(
         "--dashboard-hold",
         type=float,
         default=0.0,
@@ -162,6 +167,10 @@ def run_link(a) -> tuple[int, dict, Path]:
             *("--telemetry", ep_view, "--telemetry", ep_tel),
             *("--port", a.dashboard_port, "--url-file", out / "dashboard.url"),
         )
+        if a.dashboard_control:
+            ep_settings = free_tcp_endpoint()
+            radio_cmd += ["--settings", ep_settings]
+            dash_cmd += ["--control", ep_settings]
     if a.record:
         ep_truth = free_tcp_endpoint()
         rx_cmd += ["--record", str(a.record), "--truth", ep_truth]
@@ -371,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     if a.radio == "pluto" and not (a.uri or a.profile):
         print("hil link: --radio pluto needs --uri (or a profile with radio.uri)", file=sys.stderr)
+        return 2
+    if a.dashboard_control and not a.dashboard:
+        print("hil link: --dashboard-control needs --dashboard", file=sys.stderr)
         return 2
     rc, summary, _ = run_link(a)
     if a.json:

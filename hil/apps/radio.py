@@ -25,6 +25,7 @@ import zmq
 from ..radio import BlockFlag, RadioConfig, RadioError, load_profile, open_radio
 from ..radio.ad9363 import same_rate
 from ..radio.config import ConfigError
+from ..radio.control import MAX_REQUEST_BYTES, ControlError, parse_request, settings
 from ..transport import (
     CYCLIC,
     DROP,
@@ -47,6 +48,34 @@ def wire_flags(block_flags: int) -> int:
     return out | (DROP if block_flags & BlockFlag.LOST else 0)
 
 
+def serve_control(sock: zmq.Socket, radio, log) -> bool:
+    """Answer every request waiting on the control socket. True when a setting changed.
+
+    Each is checked (``parse_request``, then the radio's own configuration check) before the
+    radio sees it; a refused one changes nothing and its answer says why.
+    """
+    changed = False
+    while True:
+        try:
+            raw = sock.recv(zmq.NOBLOCK)
+        except zmq.Again:
+            return changed
+        except zmq.ZMQError as exc:  # an oversized message (MAXMSGSIZE) drops the peer
+            log.warning("control: %s", exc)
+            return changed
+        try:
+            want = parse_request(raw)
+            if want is not None:
+                radio.update(**want)
+                changed = True
+                log.info("control: set %s", want)
+            reply = {"ok": True, "settings": settings(radio.cfg)}
+        except (ControlError, ConfigError, RadioError) as exc:
+            log.warning("control: refused: %s", exc)
+            reply = {"ok": False, "error": str(exc), "settings": settings(radio.cfg)}
+        send_json(sock, reply)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hil radio", description=__doc__)
     p.add_argument("--profile", help="TOML profile with a [radio] table (default: sim, clean)")
@@ -59,6 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tx", required=True, help="endpoint to bind for TX samples (PULL)")
     p.add_argument("--rx", required=True, help="endpoint to bind for RX samples (PUSH)")
     p.add_argument("--telemetry", help="endpoint to bind for telemetry (PUB)")
+    p.add_argument(
+        "--settings",
+        help="endpoint to bind for settings changes while streaming (REP, JSON: RX/TX gain, LO; "
+        "see hil.radio.control; hil dashboard --control EP); without it nothing can change them",
+    )
     p.add_argument(
         "--raw-out",
         help="also bind this endpoint for the RX stream as bare complex64 (one ZMQ frame per "
@@ -146,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     truth = make_socket(ctx, zmq.PUSH, a.truth, bind=False) if a.truth else None
+    control = None
+    if a.settings:
+        control = make_socket(
+            ctx, zmq.REP, a.settings, bind=True, allow_remote=a.allow_remote, curve=curve_server(a)
+        )
+        control.setsockopt(zmq.MAXMSGSIZE, MAX_REQUEST_BYTES)
     raw_out = None
     if a.raw_out:
         kind = zmq.PUSH if a.raw_out_kind == "push" else zmq.PUB
@@ -231,6 +271,15 @@ def main(argv: list[str] | None = None) -> int:
             topic=b"radio",
         )
 
+    def service(blocked: bool = False) -> None:
+        """Settings requests answered, then telemetry (at once after a change)."""
+        nonlocal cfg, last_tel
+        if control is not None and serve_control(control, radio, log):
+            cfg = radio.cfg
+            out.fc = cfg.lo_hz  # the RX stream's headers carry the LO in force
+            last_tel = 0.0
+        publish(blocked)
+
     try:
         while not stop:
             # TX: take bursts while the queue is short (bounded memory, backpressure on tx)
@@ -270,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                     raw_dropped += 1
             if is_sim:
                 while not out.send(blk.samples, flags=flags, offset=blk.counter, timeout_s=0.5):
-                    publish(blocked=True)  # the receiver is slow: the simulation waits for it
+                    service(blocked=True)  # the receiver is slow: the simulation waits for it
                     if stop:
                         break
                 pending_flags = 0
@@ -282,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
                 log.warning(
                     "receiver too slow: dropped an RX block of %d samples", len(blk.samples)
                 )
-            publish()
+            service()
             if a.max_seconds is not None and device_samples >= a.max_seconds * cfg.sample_rate_hz:
                 log.info("max-seconds reached")
                 break
@@ -305,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
             log.error("closing the radio: %s", exc)
             rc = rc or 4
         out.end(timeout_s=5.0)
-        for s in (tx_sock, rx_sock, tel, truth, raw_out.sock if raw_out else None):
+        for s in (tx_sock, rx_sock, tel, truth, control, raw_out.sock if raw_out else None):
             if s is not None:
                 s.close(linger=2000)
         from ..transport.security import stop_authenticators

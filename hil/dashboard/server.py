@@ -3,8 +3,14 @@
 It subscribes to the processes' telemetry (the radio's ``--telemetry`` and the receiver's,
 ZeroMQ PUB), keeps the latest state, and pushes it to each open page over a WebSocket ten
 times a second. Every page gets its own sender: a stalled browser delays only itself, and it
-gets the newest state when it wakes, never a backlog. Nothing the browser sends changes the
-radio: the WebSocket only carries state out.
+gets the newest state when it wakes, never a backlog. The WebSocket only carries state out.
+
+Nothing the browser sends changes the radio unless the dashboard was started with ``control``
+(the radio's ``--control`` endpoint): then, and only then, ``POST /control`` takes a JSON
+request (``hil.radio.control``: RX/TX gain, LO), checks it here, and forwards it to the radio,
+which checks it again against its own configuration before anything reaches the device. A
+control request must be ``application/json`` and, when the browser names an ``Origin``, come
+from the dashboard's own page (another site open in the same browser cannot post one).
 
 Security: binds 127.0.0.1 unless ``allow_remote``; a remote bind needs ``allow_remote`` and
 then every request must carry the token printed at start (``?token=``). Requests are small
@@ -27,6 +33,7 @@ import zmq
 import zmq.asyncio
 from aiohttp import WSMsgType, web
 
+from ..radio.control import ControlError, parse_request
 from ..transport.sockets import is_loopback_host
 from .tap import TOPIC_RADIO, TOPIC_RX
 
@@ -36,6 +43,7 @@ MAX_REQUEST = 16 * 1024
 MAX_MESSAGE = 1 << 20  # largest telemetry message accepted from a process
 FRAMES_KEPT = 600  # per-frame records kept for the time series
 PUSH_PERIOD = 0.1  # s between state pushes to a page
+CONTROL_TIMEOUT = 3.0  # s the radio has to answer a control request
 STATIC = {
     "/": ("index.html", "text/html"),
     "/app.js": ("app.js", "application/javascript"),
@@ -148,6 +156,7 @@ class Dashboard:
         port: int = 8750,
         allow_remote: bool = False,
         token: str | None = None,
+        control: str | None = None,
     ):
         if not endpoints:
             raise ValueError("the dashboard needs at least one telemetry endpoint")
@@ -159,6 +168,9 @@ class Dashboard:
             )
         self.token = token or (None if loopback else secrets.token_urlsafe(18))
         self.endpoints = endpoints
+        self.control = control  # the radio's control endpoint; None: read-only
+        self._control_sock: zmq.asyncio.Socket | None = None
+        self._control_lock = asyncio.Lock()
         self.host, self.port = host, port
         self.state = State()
         self.pages = 0
@@ -179,13 +191,18 @@ class Dashboard:
             app.router.add_get(path, self._static)
         app.router.add_get("/ws", self._ws)
         app.router.add_get("/state.json", self._state_json)
+        app.router.add_post("/control", self._control)
         return app
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
-        if request.method != "GET":
+        if request.method != "GET" and not (
+            request.method == "POST" and request.path == "/control" and self.control
+        ):
             raise web.HTTPMethodNotAllowed(
-                request.method, ["GET"], text="the dashboard is read-only\n"
+                request.method,
+                ["GET"],
+                text="the dashboard is read-only (start it with --control to change settings)\n",
             )
         if self.token is not None:
             given = request.query.get("token", "")
@@ -199,7 +216,47 @@ class Dashboard:
         return web.Response(body=body, content_type=ctype, headers={"Cache-Control": "no-store"})
 
     async def _state_json(self, request: web.Request) -> web.Response:
-        return web.json_response(self.state.delta({}))
+        return web.json_response({**self.state.delta({}), "control": self.control is not None})
+
+    async def _control(self, request: web.Request) -> web.Response:
+        """``POST /control``: a settings change, checked, forwarded to the radio, its answer."""
+        if request.content_type != "application/json":
+            raise web.HTTPUnsupportedMediaType(text="control requests are application/json\n")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin != f"{request.scheme}://{request.host}":
+            raise web.HTTPForbidden(text=f"control from another origin ({origin}) refused\n")
+        try:
+            want = parse_request(await request.read())
+        except ControlError as exc:
+            return web.json_response({"ok": False, "error": str(exc)}, status=400)
+        body = {"set": want} if want is not None else {"get": True}
+        async with self._control_lock:  # REQ/REP: one request at a time
+            if self._control_sock is None:
+                self._control_sock = self._control_socket()
+            try:
+                await self._control_sock.send_json(body)
+                if not await self._control_sock.poll(int(CONTROL_TIMEOUT * 1000)):
+                    raise TimeoutError
+                reply = await self._control_sock.recv_json()
+            except (TimeoutError, zmq.ZMQError, ValueError) as exc:
+                self._control_sock.close(0)  # a REQ that lost its answer cannot send again
+                self._control_sock = None
+                log.warning("control: no answer from the radio at %s (%r)", self.control, exc)
+                return web.json_response(
+                    {"ok": False, "error": f"the radio at {self.control} did not answer"},
+                    status=504,
+                )
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            return web.json_response({"ok": False, "error": "malformed answer"}, status=502)
+        log.info("control %s: %s", body, "ok" if reply["ok"] else reply.get("error"))
+        return web.json_response(reply, status=200 if reply["ok"] else 400)
+
+    def _control_socket(self) -> zmq.asyncio.Socket:
+        sock = self.ctx.socket(zmq.REQ)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        sock.connect(self.control)
+        return sock
 
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(heartbeat=10.0, max_msg_size=MAX_REQUEST)
@@ -209,7 +266,10 @@ class Dashboard:
         reader = asyncio.create_task(self._drain(ws))
         try:
             while not ws.closed and not reader.done():
+                first = not seen
                 d = self.state.delta(seen)
+                if first:
+                    d["control"] = self.control is not None
                 # a stalled page blocks only this coroutine; when it wakes it gets the newest state
                 await asyncio.wait_for(ws.send_str(json.dumps(d, separators=(",", ":"))), 30)
                 await asyncio.sleep(PUSH_PERIOD)
@@ -265,6 +325,8 @@ class Dashboard:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._control_sock is not None:
+            self._control_sock.close(0)
         if self._runner is not None:
             await self._runner.cleanup()
         self.ctx.term()

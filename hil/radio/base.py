@@ -73,6 +73,34 @@ class Radio(abc.ABC):
     def set_rx_gain(self, gain_db: float) -> None:
         raise NotImplementedError
 
+    def update(self, **changes: float) -> RadioConfig:
+        """Change settings while streaming (``hil.radio.control.SETTABLE``: RX and TX gain, LO).
+
+        The new configuration is checked whole first (ConfigError, nothing changed); RX gain is
+        refused while an AGC sets it (RadioError). Returns the configuration now in force.
+        """
+        from .config import ConfigError
+        from .control import SETTABLE
+
+        unknown = sorted(set(changes) - set(SETTABLE))
+        if unknown:
+            raise ConfigError(
+                f"cannot change {unknown} while streaming; settable: {sorted(SETTABLE)}"
+            )
+        new = self.cfg.replace(**changes)
+        if "rx_gain_db" in changes and new.rx_gain_mode != "manual":
+            raise RadioError(
+                f"rx gain is set by the AGC in gain mode {new.rx_gain_mode!r}; "
+                "use a profile with rx_gain_mode = 'manual'"
+            )
+        self._retune(new, set(changes))
+        self.cfg = new
+        return new
+
+    def _retune(self, new: RadioConfig, changed: set[str]) -> None:
+        """Apply the already-checked settings ``changed`` of ``new`` to the device."""
+        raise RadioError(f"{type(self).__name__} cannot change settings while streaming")
+
     @abc.abstractmethod
     def wait_tx(self, timeout_s: float = 5.0) -> bool:
         """Wait until every sample queued with ``tx`` has been handed to the device (what is left

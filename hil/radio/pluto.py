@@ -348,6 +348,25 @@ class PlutoRadio(Radio):
         self._counter += want
         return blk
 
+    def _retune(self, new: RadioConfig, changed: set[str]) -> None:
+        sdr = self.sdr
+        try:
+            if "lo_hz" in changed:
+                sdr.rx_lo = int(new.lo_hz)
+                sdr.tx_lo = int(new.lo_hz)
+            if "tx_gain_db" in changed:
+                sdr.tx_hardwaregain_chan0 = float(new.tx_gain_db)
+            if "rx_gain_db" in changed:
+                sdr.rx_hardwaregain_chan0 = float(new.rx_gain_db)
+        except Exception as exc:
+            raise RadioError(
+                f"changing {sorted(changed)} on the Pluto at {new.uri} failed: {exc}"
+            ) from exc
+        if "lo_hz" in changed:
+            got = float(sdr.rx_lo)
+            if abs(got - new.lo_hz) > 10:
+                raise RadioError(f"rx_lo read back as {got:g} Hz, asked {new.lo_hz:g}")
+
     def set_rx_gain(self, gain_db: float) -> None:
         if self.cfg.rx_gain_mode != "manual":
             raise RadioError(

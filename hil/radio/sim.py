@@ -381,6 +381,14 @@ class SimRadio(Radio):
             )
         self.engine.set_gain(gain_db)
 
+    def _retune(self, new: RadioConfig, changed: set[str]) -> None:
+        eng = self.engine
+        eng.cfg = new  # TX gain is read per burst (and per cyclic block) from the engine's config
+        if "lo_hz" in changed:  # the XO error in hertz scales with the LO
+            eng.cfo_hz = new.sim.ppm * 1e-6 * new.lo_hz
+        if "rx_gain_db" in changed:
+            eng.set_gain(new.rx_gain_db)
+
     @property
     def rx_gain_db(self) -> float:
         return self.engine.gain_db

@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -124,6 +125,13 @@ def test_server_answers_pages_and_refuses_bad_requests(served):
     assert _get(url + "/../../etc/passwd")[0] == 404
     assert _get(url + "/nope")[0] == 404
     assert _get(url + "/", "POST", b"x")[0] == 405  # read-only
+    code, body = _get(
+        url + "/control",
+        "POST",
+        b'{"set": {"tx_gain_db": -20}}',
+        {"Content-Type": "application/json"},
+    )
+    assert code == 405 and b"--control" in body  # no settings change without --control
     assert _get(url + "/", "PUT", b"x" * (1 << 20))[0] in (405, 413)
     # a request line or header far too big, and raw garbage: refused, the server lives on
     host, port = url.removeprefix("http://").split(":")
@@ -208,13 +216,113 @@ def test_a_stalled_page_does_not_hold_up_another(served):
     assert proc.poll() is None
 
 
+# ------------------------------------------------------------------ --control
+@pytest.fixture
+def controlled(tmp_path):
+    """A sim ``hil radio --settings`` (its RX stream drained here) and a dashboard with
+    ``--control`` on that endpoint and the radio's telemetry."""
+    ep_tx, ep_rx, ep_tel, ep_set = (free_tcp_endpoint() for _ in range(4))
+    radio = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "hil.cli", "radio", "--tx", ep_tx, "--rx", ep_rx),
+            *("--telemetry", ep_tel, "--settings", ep_set, "--serve", "--max-seconds", "300"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    ctx = zmq.Context()
+    drain = ctx.socket(zmq.PULL)
+    drain.connect(ep_rx)
+    stop = threading.Event()
+
+    def pull():
+        while not stop.is_set():
+            if drain.poll(100):
+                drain.recv_multipart()
+
+    t = threading.Thread(target=pull, daemon=True)
+    t.start()
+    url_file = tmp_path / "url"
+    dash = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "hil.cli", "dashboard", "--telemetry", ep_tel, "--port", "0"),
+            *("--control", ep_set, "--url-file", str(url_file), "--max-seconds", "120"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    end = time.monotonic() + 60
+    while not url_file.exists() and time.monotonic() < end and dash.poll() is None:
+        time.sleep(0.05)
+    assert url_file.exists(), dash.stdout.read().decode()[-2000:] if dash.poll() is not None else ""
+    yield url_file.read_text().strip().rstrip("/"), radio, dash
+    for p in (dash, radio):
+        p.terminate()
+        p.wait(10)
+    stop.set()
+    t.join(5)
+    drain.close(0)
+    ctx.term()
+
+
+def _radio_state(url, key, want, timeout=20.0):
+    end = time.monotonic() + timeout
+    got = None
+    while time.monotonic() < end:
+        got = json.loads(_get(url + "/state.json")[1]).get("radio", {}).get(key)
+        if got == want:
+            return got
+        time.sleep(0.2)
+    return got
+
+
+def test_control_changes_the_radio_only_with_checked_values(controlled):
+    url, radio, dash = controlled
+    js = {"Content-Type": "application/json"}
+    assert json.loads(_get(url + "/state.json")[1])["control"] is True
+    assert _radio_state(url, "tx_gain_db", -10.0) == -10.0  # the profile's, in telemetry
+    code, body = _get(url + "/control", "POST", b'{"set": {"tx_gain_db": -23.5}}', js)
+    assert code == 200, body
+    a = json.loads(body)
+    assert a["ok"] and a["settings"]["tx_gain_db"] == -23.5
+    assert _radio_state(url, "tx_gain_db", -23.5) == -23.5  # the radio runs with it
+    code, body = _get(url + "/control", "POST", b'{"get": true}', js)
+    assert code == 200 and json.loads(body)["settings"]["tx_gain_db"] == -23.5
+    # refused by the dashboard's own check (never forwarded), then by the radio's
+    for req, where in (
+        (b'{"set": {"tx_gain_db": 5}}', "outside"),
+        (b'{"set": {"sample_rate_hz": 1e6}}', "cannot set"),
+        (b'{"set": {"tx_gain_db": NaN}}', "finite"),
+        (b"{garbage", "not JSON"),
+        (b'{"set": {"tx_gain_db": -20.1}}', "0.25"),  # the radio's step check
+        (b'{"set": {"lo_hz": 100e6}}', "AD9364"),  # the radio's firmware-mode LO range
+    ):
+        code, body = _get(url + "/control", "POST", req, js)
+        assert code == 400 and where in json.loads(body)["error"], (req, body)
+    code, _ = _get(url + "/control", "POST", b'{"get": true}', {"Content-Type": "text/plain"})
+    assert code == 415  # a form post from another page cannot be JSON without a preflight
+    code, _ = _get(
+        url + "/control", "POST", b'{"get": true}', {**js, "Origin": "http://evil.example"}
+    )
+    assert code == 403
+    assert _get(url + "/control", "POST", b"x" * (1 << 20), js)[0] == 413
+    assert _radio_state(url, "tx_gain_db", -23.5) == -23.5  # nothing refused was applied
+    # the radio gone: a clear answer, and the dashboard lives on
+    radio.terminate()
+    radio.wait(10)
+    code, body = _get(url + "/control", "POST", b'{"get": true}', js)
+    assert code == 504 and b"did not answer" in body
+    assert dash.poll() is None
+
+
 # ------------------------------------------------------------------ a real browser
 @pytest.mark.slow
 @tools("chromium", "chromedriver", install="sudo apt-get install chromium chromium-driver")
 def test_chromium_watches_a_sim_link(tmp_path):
     """A sim link with the dashboard, seen by headless Chromium: the spectrum, waterfall,
     constellation, per-frame series and images are drawn, the counters advance while frames
-    flow, and the page ends on the receiver's own final counts. The screenshot is kept."""
+    flow, the control panel changes the radio's TX gain, and the page ends on the receiver's
+    own final counts. The screenshot is kept."""
     webdriver = module("selenium.webdriver", "pip install -e .[test]")
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -224,6 +332,7 @@ def test_chromium_watches_a_sim_link(tmp_path):
         [
             *(sys.executable, "-m", "hil.cli", "link", "--count", "150", "--pace"),
             *("--gap", "20000", "--dashboard", "--dashboard-port", "0", "--dashboard-hold", "8"),
+            "--dashboard-control",
             *("--out", str(out), "--json"),
         ],
         stdout=subprocess.PIPE,
@@ -246,11 +355,19 @@ def test_chromium_watches_a_sim_link(tmp_path):
             return browser.execute_script("return window.hil")
 
         samples = []
+        tx_gain = None
         end = time.monotonic() + 120
         while link.poll() is None and time.monotonic() < end:
             h = hil()
             if h and h.get("counts"):
                 samples.append(h["counts"]["decoded"])
+                if tx_gain is None and "tx_gain_db" in h["radio"]:
+                    # the control panel, as a user would: a new TX gain typed in and applied
+                    tx_gain = h["radio"]["tx_gain_db"] - 1.5
+                    box = browser.find_element("id", "ctl-tx_gain_db")
+                    box.clear()
+                    box.send_keys(str(tx_gain))
+                    browser.find_element("id", "ctl-apply").click()
             time.sleep(0.5)
         stdout, stderr = link.communicate(timeout=60)
         assert link.returncode == 0, stderr.decode()[-3000:]
@@ -258,6 +375,9 @@ def test_chromium_watches_a_sim_link(tmp_path):
         # while frames flowed, the page's counter advanced through several values
         assert len(set(samples)) >= 3 and samples == sorted(samples), samples
         h = hil()
+        assert h["control"] and h["lastControl"]["ok"], h["lastControl"]
+        assert h["radio"]["tx_gain_db"] == tx_gain  # the radio ran with what the page set
+        assert browser.find_element("id", "ctl-result").text == "set tx_gain_db"
         for part in ("spectrum", "waterfall", "constellation", "series", "images"):
             assert h["draws"][part] > 0, (part, h["draws"])
         assert h["draws"]["spectrum"] >= 10

@@ -11,6 +11,7 @@ const FRAMES_SHOWN = 300;
 const hil = (window.hil = {
   draws: { spectrum: 0, waterfall: 0, constellation: 0, series: 0, images: 0 },
   messages: 0, frames: [], counts: null, summary: null, radio: {}, rx: {}, connected: false,
+  control: false, controlFilled: false, lastControl: null,
 });
 
 function el(id) { return document.getElementById(id); }
@@ -45,6 +46,42 @@ function apply(d) {
     table("receiver", Object.assign({}, d.rx.stream || {}, d.rx.receiver || {}, d.rx.meta || {}));
   }
   if (d.summary) hil.summary = d.summary;
+  if (d.control !== undefined) { hil.control = d.control; el("control").hidden = !d.control; }
+  if (hil.control && d.radio && !hil.controlFilled) fillControl(d.radio);
+}
+
+// ------------------------------------------------------------------ control (--control only)
+const CONTROL = [["rx_gain_db", "ctl-rx_gain_db", 1], ["tx_gain_db", "ctl-tx_gain_db", 1],
+  ["lo_hz", "ctl-lo_mhz", 1e6]];
+
+function fillControl(radio) {  // the radio's settings in force, once; then the user's
+  for (const [key, id, scale] of CONTROL) {
+    if (typeof radio[key] === "number") el(id).value = radio[key] / scale;
+  }
+  hil.controlFilled = true;
+}
+
+async function sendControl(ev) {
+  ev.preventDefault();
+  const set = {};
+  for (const [key, id, scale] of CONTROL) {
+    const v = el(id).value;
+    if (v !== "" && Number(v) * scale !== hil.radio[key]) set[key] = Number(v) * scale;
+  }
+  const out = el("ctl-result");
+  if (!Object.keys(set).length) { out.textContent = "nothing changed"; return; }
+  try {
+    const r = await fetch(`/control${location.search}`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ set }),
+    });
+    const a = await r.json();
+    hil.lastControl = a;
+    out.textContent = a.ok ? `set ${Object.keys(set).join(", ")}` : `refused: ${a.error}`;
+    out.className = a.ok ? "good" : "bad";
+  } catch (e) {
+    out.textContent = `no answer: ${e}`;
+    out.className = "bad";
+  }
 }
 
 function accounting(c) {
@@ -171,4 +208,5 @@ function drawImages(im) {
   hil.draws.images++;
 }
 
+el("control").addEventListener("submit", sendControl);
 connect();
