@@ -33,7 +33,7 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as d:
         cmd = [sys.executable, "-m", "hil.cli", "link", "--count", str(a.count), "--pace"]
-        cmd += ["--gap", "20000", "--dashboard", "--dashboard-port", "0"]
+        cmd += ["--gap", "20000", "--dashboard", "--dashboard-port", "0", "--dashboard-control"]
         cmd += ["--dashboard-hold", "6", "--out", d]
         if a.snr is not None:
             cmd += ["--snr", str(a.snr)]
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
             time.sleep(0.1)
         opts = Options()
         opts.binary_location = "/usr/bin/chromium"
-        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1180,960"):
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1180,1060"):
             opts.add_argument(arg)
         browser = webdriver.Chrome(options=opts, service=Service("/usr/bin/chromedriver"))
         try:

@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 "lo_hz": cfg.lo_hz,
                 "sample_rate_hz": cfg.sample_rate_hz,
                 "overflows": getattr(radio, "overflows", 0),
+                **(radio.poll_hw_status() or {}),
                 "tx_messages": tx_in.stats.messages,
                 "tx_malformed": tx_in.stats.malformed,
                 "raw_out_dropped": raw_dropped,

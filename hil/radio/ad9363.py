@@ -46,6 +46,8 @@ DAC_DISCARDED_BITS = 16 - DAC_BITS  # the low bits of each int16 the DAC ignores
 # both DMA cores (0x80000088) for overflow and underflow.
 # An address with bit 31 set (the drivers' DEBUGFS_DRA_PCORE_REG_MAGIC) is a byte offset into the
 # DMA core's registers; one without it goes to the AD9363 over SPI (10-bit address, 8-bit value).
+ADC_CORE_DEVICE = "cf-ad9361-lpc"  # the IIO devices of the HDL cores (RX and TX DMA)
+DAC_CORE_DEVICE = "cf-ad9361-dds-core-lpc"
 PCORE_MAGIC = 0x8000_0000
 REG_VERSION, REG_ID, REG_SCRATCH, REG_RSTN, REG_STATUS = 0x00, 0x04, 0x08, 0x40, 0x88
 ADC_STATUS_OVF = 1 << 2  # up_adc_common 0x22 (byte 0x88): {ovf, unf, 0}, write-1-to-clear

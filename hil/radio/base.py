@@ -73,6 +73,11 @@ class Radio(abc.ABC):
     def set_rx_gain(self, gain_db: float) -> None:
         raise NotImplementedError
 
+    def poll_hw_status(self) -> dict[str, int] | None:
+        """Events the device itself flagged (``hw_overflows``, ``underflows``), counted so far;
+        None where the backend cannot know (the sim's TX is a timeline: it never runs dry)."""
+        return None
+
     def update(self, **changes: float) -> RadioConfig:
         """Change settings while streaming (``hil.radio.control.SETTABLE``: RX and TX gain, LO).
 

@@ -32,7 +32,16 @@ import weakref
 
 import numpy as np
 
-from .ad9363 import ADC_FULL_SCALE, DAC_DRIVE
+from .ad9363 import (
+    ADC_CORE_DEVICE,
+    ADC_FULL_SCALE,
+    ADC_STATUS_OVF,
+    DAC_CORE_DEVICE,
+    DAC_DRIVE,
+    DAC_STATUS_UNF,
+    PCORE_MAGIC,
+    REG_STATUS,
+)
 from .base import BlockFlag, Radio, RadioError, RxBlock, check_tx_samples
 from .config import RadioConfig
 
@@ -95,6 +104,8 @@ class PlutoRadio(Radio):
         self._counter = 0
         self._rx_captured: float | None = None
         self.overflows = 0
+        # what the HDL itself saw (the cores' sticky status bits; None where unreadable)
+        self.hw_status: dict[str, int] | None = None
         self.configure(cfg)
         _OPEN.add(self)
 
@@ -366,6 +377,40 @@ class PlutoRadio(Radio):
             got = float(sdr.rx_lo)
             if abs(got - new.lo_hz) > 10:
                 raise RadioError(f"rx_lo read back as {got:g} Hz, asked {new.lo_hz:g}")
+
+    def poll_hw_status(self) -> dict[str, int] | None:
+        """Read and clear the ADC core's overflow and the DAC core's underflow bits.
+
+        The HDL sets them (sticky, write-1-to-clear, ``direct_reg_access`` at 0x80000088) when
+        the RX DMA had nowhere to write or the TX DMA ran dry: the device's own account of lost
+        samples, beside the reader's lag estimate in ``rx``. Each poll that finds a bit set
+        counts one event (GNU Radio's PlutoSDR blocks poll the same registers). Returns the
+        counts so far, or None where the device has no register access (older pyadi-iio, fakes).
+        """
+        if self.sdr is None:
+            return self.hw_status
+        addr = PCORE_MAGIC | REG_STATUS
+        ctx = getattr(self.sdr, "_ctx", None)  # pyadi-iio's libiio context
+        if ctx is None or not hasattr(ctx, "find_device"):
+            return self.hw_status
+        for name, bit, key in (
+            (ADC_CORE_DEVICE, ADC_STATUS_OVF, "hw_overflows"),
+            (DAC_CORE_DEVICE, DAC_STATUS_UNF, "underflows"),
+        ):
+            dev = ctx.find_device(name)
+            if dev is None or not hasattr(dev, "reg_read"):
+                continue
+            try:
+                status = int(dev.reg_read(addr))
+                if status & bit:
+                    dev.reg_write(addr, bit)
+            except Exception as exc:
+                log.debug("reading %s's status register: %s", name, exc)
+                continue
+            counts = self.hw_status if self.hw_status is not None else {}
+            counts[key] = counts.get(key, 0) + bool(status & bit)
+            self.hw_status = counts
+        return self.hw_status
 
     def set_rx_gain(self, gain_db: float) -> None:
         if self.cfg.rx_gain_mode != "manual":

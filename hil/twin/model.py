@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 from xml.sax.saxutils import quoteattr
 
 from ..radio.ad9363 import (
+    ADC_CORE_DEVICE,
     CORE_REGS_BYTES,
     CORE_RSTN,
     CORE_VERSION,
+    DAC_CORE_DEVICE,
     GAIN_MODES,
     LO_MAX_HZ,
     LO_MIN_HZ,
@@ -648,7 +650,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "watermark": Attr("watermark", lambda: "2048", lambda t: None),
     }
 
-    dds = Device("iio:device2", "cf-ad9361-dds-core-lpc")
+    dds = Device("iio:device2", DAC_CORE_DEVICE)
     for i in range(2):
         c = Channel(f"voltage{i}", True, scan=(i, "le:S16/16>>0"))
         c.attrs = {
@@ -679,7 +681,7 @@ def build_pluto(s: PlutoState) -> list[Device]:
     dds.buffer = dict(buffer_attrs)
     dds.debug = {"direct_reg_access": reg_access_attr(s, dds.id, "dac")}
 
-    adc = Device("iio:device3", "cf-ad9361-lpc")
+    adc = Device("iio:device3", ADC_CORE_DEVICE)
     for i in range(2):
         c = Channel(f"voltage{i}", False, scan=(i, "le:S12/16>>0"))
         c.attrs = {

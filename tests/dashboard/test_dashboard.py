@@ -3,6 +3,7 @@ stall, and a real headless Chromium watching a sim link."""
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -365,6 +366,7 @@ def test_chromium_watches_a_sim_link(tmp_path):
                     # the control panel, as a user would: a new TX gain typed in and applied
                     tx_gain = h["radio"]["tx_gain_db"] - 1.5
                     box = browser.find_element("id", "ctl-tx_gain_db")
+                    assert float(box.get_attribute("value")) == tx_gain + 1.5  # filled in
                     box.clear()
                     box.send_keys(str(tx_gain))
                     browser.find_element("id", "ctl-apply").click()
@@ -402,7 +404,9 @@ def test_chromium_watches_a_sim_link(tmp_path):
             .get_attribute("src")
             .startswith("data:image/png;base64,")
         )
-        shot = tmp_path / "dashboard.png"
+        # the artefact: under $HIL_TEST_ARTEFACTS when set (CI keeps it), else the test's tmp
+        shot = Path(os.environ.get("HIL_TEST_ARTEFACTS", tmp_path)) / "dashboard.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 20_000
     finally:

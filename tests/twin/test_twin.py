@@ -445,3 +445,24 @@ def test_dds_tone_is_radiated_until_a_tx_buffer_takes_the_dac(twin):
     sdr.tx(np.zeros(1024, complex))  # pyadi turns the DDS off and the DMA takes the DAC
     assert twin.engine.tone is None
     sdr.tx_destroy_buffer()
+
+
+def test_pluto_backend_counts_what_the_cores_status_registers_flag(adi):
+    """PlutoRadio reads and clears the HDL's sticky overflow/underflow bits over the network
+    (direct_reg_access): a late RX read sets the ADC core's bit in the (paced) twin, a set DAC
+    bit is counted, and each is cleared once counted."""
+    from hil.radio.ad9363 import ADC_STATUS_OVF, DAC_STATUS_UNF
+    from hil.radio.pluto import PlutoRadio
+
+    with PlutoTwin(RadioConfig(sim=CLEAN), port=0, paced=True) as twin:
+        cfg = RadioConfig(backend="pluto", uri=twin.uri, rx_buffer_size=8192, tx_buffer_size=8192)
+        with PlutoRadio(cfg) as r:
+            assert r.poll_hw_status() == {"hw_overflows": 0, "underflows": 0}
+            r.rx()
+            time.sleep(0.3)  # far more than four kernel buffers of 8192 at 4 MSps: samples lost
+            r.rx()
+            assert twin.state.core_status["adc"] & ADC_STATUS_OVF
+            twin.state.core_status["dac"] |= DAC_STATUS_UNF
+            assert r.poll_hw_status() == {"hw_overflows": 1, "underflows": 1}
+            assert twin.state.core_status == {"adc": 0, "dac": 0}  # cleared by the write-1
+            assert r.poll_hw_status() == {"hw_overflows": 1, "underflows": 1}  # nothing new

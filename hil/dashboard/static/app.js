@@ -54,10 +54,9 @@ function apply(d) {
 const CONTROL = [["rx_gain_db", "ctl-rx_gain_db", 1], ["tx_gain_db", "ctl-tx_gain_db", 1],
   ["lo_hz", "ctl-lo_mhz", 1e6]];
 
-function fillControl(radio) {  // the radio's settings in force, once; then the user's
-  for (const [key, id, scale] of CONTROL) {
-    if (typeof radio[key] === "number") el(id).value = radio[key] / scale;
-  }
+function fillControl(radio) {  // the radio's settings in force, once they are known; then the user's
+  if (!CONTROL.every(([key]) => typeof radio[key] === "number")) return;
+  for (const [key, id, scale] of CONTROL) el(id).value = radio[key] / scale;
   hil.controlFilled = true;
 }
 
@@ -171,6 +170,7 @@ function drawConstellation(c) {
 // ------------------------------------------------------------------ per-frame series
 const SERIES = [
   ["snr_db", "SNR dB"], ["cfo_hz", "CFO kHz", 1e-3], ["evm_pilots", "EVM %", 100], ["psnr_db", "PSNR dB"],
+  ["ssim", "SSIM"],
 ];
 
 function drawSeries() {
@@ -180,8 +180,11 @@ function drawSeries() {
   g.font = "10px sans-serif";
   SERIES.forEach(([key, label, scale], r) => {
     const y0 = r * rowH, vals = fr.map((f) => (f[key] != null ? f[key] * (scale || 1) : null));
-    const have = vals.filter((v) => v != null);
-    let lo = have.length ? Math.min(...have) : 0, hi = have.length ? Math.max(...have) : 1;
+    // the axis spans the 2nd to 98th percentile: one wild estimate does not flatten the rest
+    // (values beyond are drawn on the edge)
+    const have = vals.filter((v) => v != null).sort((a, b) => a - b);
+    const q = (f) => have[Math.min(have.length - 1, Math.floor(f * have.length))];
+    let lo = have.length ? q(0.02) : 0, hi = have.length ? q(0.98) : 1;
     if (hi - lo < 1e-9) { lo -= 1; hi += 1; }
     const pad = 0.1 * (hi - lo); lo -= pad; hi += pad;
     g.strokeStyle = COLORS.grid; g.strokeRect(left, y0 + 2, W - left - 2, rowH - 4);
@@ -192,7 +195,8 @@ function drawSeries() {
       const x = left + ((i + 0.5) / FRAMES_SHOWN) * (W - left - 2);
       const v = vals[i];
       // frames without a value (missed, cut, failed) still get a mark, on the floor
-      const y = v == null ? y0 + rowH - 6 : y0 + rowH - 4 - ((v - lo) / (hi - lo)) * (rowH - 8);
+      const t = v == null ? 0 : Math.max(0, Math.min(1, (v - lo) / (hi - lo)));
+      const y = v == null ? y0 + rowH - 6 : y0 + rowH - 4 - t * (rowH - 8);
       g.fillStyle = COLORS[f.status] || COLORS.text;
       g.fillRect(x - 1.5, y - 1.5, 3, 3);
     });
