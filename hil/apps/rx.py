@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--radio-telemetry", help="with --dashboard: the radio process's telemetry endpoint too"
     )
+    p.add_argument(
+        "--radio-settings",
+        help="with --dashboard: the radio's --settings endpoint, so the page can set RX/TX gain "
+        "and LO (hil dashboard --control)",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -358,6 +363,8 @@ def _close_recording(writer, rx: Receiver, src, log) -> None:
 
 def _live_view(a, log):
     """The telemetry tap (--telemetry), and with --dashboard a dashboard process reading it."""
+    if (a.radio_settings or a.radio_telemetry) and not a.dashboard:
+        raise ValueError("--radio-telemetry and --radio-settings are for --dashboard")
     if a.dashboard and not a.telemetry:
         from ..transport.sockets import free_tcp_endpoint
 
@@ -375,6 +382,8 @@ def _live_view(a, log):
         cmd = [sys.executable, "-m", "hil.cli", "dashboard", "--telemetry", a.telemetry]
         if a.radio_telemetry:
             cmd += ["--telemetry", a.radio_telemetry]
+        if a.radio_settings:
+            cmd += ["--control", a.radio_settings]
         dash = subprocess.Popen([*cmd, "--port", str(a.dashboard_port)])
         log.info("dashboard at http://127.0.0.1:%d/", a.dashboard_port)
     return tap, dash
