@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="jscc",
         help="jscc, or a separation-baseline MCS for tx (e.g. 16QAM-3/4): JPEG/WebP + 5G LDPC + QAM",
     )
+    p.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
+    )
+    p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -145,6 +153,10 @@ def run_link(a) -> tuple[int, dict, Path]:
         "--count",
         a.count,
     ]
+    for f in a.image or []:
+        shared += ["--image", str(Path(f).resolve())]
+    for d in a.images or []:
+        shared += ["--images", str(Path(d).resolve())]
     rx_cmd = _cmd(
         "rx",
         "--radio",
@@ -280,16 +292,25 @@ def write_report(out: Path, summary: dict, a) -> None:
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    refs, _ = items(a.dataset, a.crop, a.count)
+    whole = bool(a.image or a.images)
+    if whole:  # the photographs sent, shown whole
+        from ..jscc.images import gather_images
+
+        refs = [im.as_float() for im in gather_images(a.image, a.images)]
+    else:
+        refs, _ = items(a.dataset, a.crop, a.count)
     recv = sorted((out / "received").glob("seq*_item*.png"))
     shown = {}
     for p in recv:
-        item = int(p.stem.split("item")[1])
-        shown.setdefault(item, p)
-    keys = sorted(shown)[:16]
+        m = re.search(r"_item(\d+)", p.stem)
+        if m is not None and int(m.group(1)) < len(refs):
+            shown.setdefault(int(m.group(1)), p)
+    keys = sorted(shown)[: 6 if whole else 16]
     if keys:
+        w = 3.2 if whole else 1.1
+        aspect = max(refs[k].shape[1] / refs[k].shape[2] for k in keys)  # height / width
         fig, axes = plt.subplots(
-            2, len(keys), figsize=(1.1 * len(keys), 2.6), dpi=120, squeeze=False
+            2, len(keys), figsize=(w * len(keys), 2 * w * aspect + 0.6), dpi=120, squeeze=False
         )
         psnr_by_item = {
             r["item_id"]: r.get("psnr_db")

@@ -46,6 +46,24 @@ def check_rate(stated_hz: float, phy_hz: float, what: str) -> None:
         )
 
 
+def _image_entry(m: dict) -> dict | None:
+    """A manifest "image" message, checked: item id, 64-hex content id, name, size."""
+    cid, name, size = m.get("content_id"), m.get("name"), m.get("size")
+    if not (isinstance(m.get("item_id"), int) and isinstance(cid, str) and len(cid) == 64):
+        return None
+    if not all(c in "0123456789abcdef" for c in cid) or not isinstance(name, str):
+        return None
+    if not (isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) for v in size)):
+        return None
+    return {"content_id": cid, "name": name[:200], "size": size}
+
+
+def _safe_stem(name: str) -> str:
+    """A file name from the manifest, safe to write under the image folder."""
+    stem = Path(name).stem
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)[:80] or "image"
+
+
 class Receiver:
     """State of one receive run. ``decoders`` None: detect and account only (--no-decode)."""
 
@@ -64,11 +82,14 @@ class Receiver:
         metrics=None,
         img_dir: Path | None = None,
         save_images_max: int = 64,
+        whole_refs: dict[str, torch.Tensor] | None = None,
     ):
         self.phy = phy
         self.fingerprint = fingerprint
         self.decoders = decoders
         self.refs = refs  # item id -> reference image [3, H, W]
+        self.whole_refs = whole_refs or {}  # content id -> a whole photograph [3, H, W]
+        self.item_images: dict[int, dict] = {}  # item id -> the manifest's image entry
         self.log = log
         self.fr = FrameReceiver(phy)
         self.fr_base: int | None = None  # device sample index of the FrameReceiver's sample 0
@@ -104,6 +125,12 @@ class Receiver:
             self.acc.sent[m["seq"]] = m.get("item_id")
             if self.writer is not None and isinstance(m.get("msg_seq"), int):
                 self.manifest[m["msg_seq"]] = m
+        elif kind == "image":
+            entry = _image_entry(m)
+            if entry is None:
+                self.log.warning("malformed image entry in the manifest: %r", m)
+            else:
+                self.item_images[m["item_id"]] = entry
         elif kind == "done":
             self.acc.done = True
         elif kind == "truth" and self.writer is not None and isinstance(m.get("msg_seq"), int):
@@ -257,10 +284,22 @@ class Receiver:
                 self._decoded(d)
 
     def reference(self, item_id: int, shape: tuple) -> torch.Tensor | None:
-        """The reference image of an item, when there is one of the received image's shape."""
+        """The reference image of an item, when there is one of the received image's shape: a
+        whole photograph the manifest names by content id (found among ``whole_refs``), else
+        the built-in item list's."""
+        entry = self.item_images.get(item_id)
+        if entry is not None:
+            ref = self.whole_refs.get(entry["content_id"])
+            return ref if ref is not None and tuple(ref.shape) == tuple(shape) else None
         if item_id < len(self.refs) and tuple(self.refs[item_id].shape) == tuple(shape):
             return self.refs[item_id]
         return None
+
+    def finish(self) -> None:
+        """The end of the stream: images still waiting for frames are decoded, concealed."""
+        if self.decoders is not None:
+            for d in self.decoders.flush():
+                self._decoded(d)
 
     def _decoded(self, d: Decoded) -> None:
         first, img = d.first, d.image
@@ -278,6 +317,12 @@ class Receiver:
             "evm_pilots": round(first.evm_pilots, 4),
             "sc_metric": round(first.sc_metric, 3),
         }
+        if h.chunk_count > 1:
+            rec["lost_chunks"] = d.lost_chunks
+        entry = self.item_images.get(h.item_id)
+        if entry is not None:
+            rec["image"] = entry["name"]
+            rec["content_id"] = entry["content_id"]
         ref = self.reference(h.item_id, img.shape)
         if ref is not None:
             rec["psnr_db"] = round(float(psnr(img[None], ref[None])), 3)
@@ -294,7 +339,10 @@ class Receiver:
             from PIL import Image
 
             arr = (img.permute(1, 2, 0).numpy() * 255 + 0.5).astype(np.uint8)
-            Image.fromarray(arr).save(self.img_dir / f"seq{h.seq:06d}_item{h.item_id:04d}.png")
+            name = f"seq{h.seq:06d}_item{h.item_id:04d}"
+            if entry is not None:
+                name += "_" + _safe_stem(entry["name"])
+            Image.fromarray(arr).save(self.img_dir / f"{name}.png")
         if len(self.constellation) < 8:
             self.constellation.append(first.symbols)
 

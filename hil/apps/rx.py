@@ -49,6 +49,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--count", type=int, default=32, help="items the transmitter draws from (for references)"
     )
+    p.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="a whole photograph the transmitter may send (repeatable): found by the content id "
+        "in its manifest, it is the reference the received image is scored against",
+    )
+    p.add_argument(
+        "--images", action="append", metavar="DIR", help="every image in DIR, as --image"
+    )
     p.add_argument("--metrics", help="write one JSON line per frame here")
     p.add_argument("--summary", help="write the summary JSON here")
     p.add_argument(
@@ -159,6 +169,15 @@ def _decoding(a, ckpt):
     return phy, transmitter_fingerprint(doc), Decoders(model), refs
 
 
+def _whole_refs(a) -> dict[str, torch.Tensor]:
+    """--image/--images: content id -> [3, H, W] float32 reference."""
+    if not (a.image or a.images):
+        return {}
+    from ..jscc.images import gather_images
+
+    return {im.content_id: im.as_float() for im in gather_images(a.image, a.images)}
+
+
 def _warm_up(model, shape: tuple[int, int, int]) -> None:
     """One decode and one score of a dummy image: the first call of each costs far more than
     the rest (allocations, kernel choice), which a live stream must not wait for."""
@@ -218,6 +237,7 @@ def _main(a) -> int:
         metrics=metrics,
         img_dir=img_dir,
         save_images_max=a.save_images_max,
+        whole_refs=_whole_refs(a),
     )
     meta = {
         "fingerprint": my_fp.hex(),
@@ -290,6 +310,7 @@ def _main(a) -> int:
         if s_ is not None:
             s_.close(linger=0)
     ctx.term()
+    rx.finish()  # images still waiting for lost frames: decoded, concealed
     if writer is not None:
         _close_recording(writer, rx, src, log)
     summary = rx.summary()

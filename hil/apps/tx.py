@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--crop", type=int, default=32, help="image size sent (square, divisible by 4)")
     p.add_argument("--count", type=int, default=32, help="images to send")
+    p.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
+    )
+    p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
     p.add_argument("--repeat", type=int, default=1, help="send the set this many times")
     p.add_argument("--gap", type=int, default=400, help="silent samples after each frame")
     p.add_argument(
@@ -89,6 +96,14 @@ def encode_items(model, x: torch.Tensor, batch: int = 64) -> list[np.ndarray]:
             s = model.encoder(x[i : i + batch])
             out.extend(to_numpy(s))
     return out
+
+
+def encode_whole(model, images) -> list[np.ndarray]:
+    """Whole photographs, one at a time at their own size (padded for the codec, ``pad``)."""
+    from ..jscc.images import pad
+
+    with torch.inference_mode():
+        return [to_numpy(model.encoder(pad(im.as_float())[None]))[0] for im in images]
 
 
 def digital_items(key: str, x: torch.Tensor, jscc: list[np.ndarray], log):
@@ -147,18 +162,39 @@ def main(argv: list[str] | None = None) -> int:
         )
     a.sample_rate = phy.sample_rate_hz
     fb = FrameBuilder(phy)
-    x, _ids = items(a.dataset, a.crop, a.count)
-    log.info(
-        "checkpoint %s (k/n %s, fingerprint %s); %d items of %dx%d from %s",
-        a.checkpoint or "shipped",
-        model.cfg.bandwidth_ratio,
-        doc["fingerprint"],
-        len(x),
-        a.crop,
-        a.crop,
-        a.dataset,
-    )
-    symbols = encode_items(model, x)
+    whole = []
+    if a.image or a.images:
+        from ..jscc.images import gather_images
+
+        if a.scheme.lower() != "jscc":
+            raise ValueError(
+                "whole photographs (--image/--images) are sent by the JSCC only, so far"
+            )
+        whole = gather_images(a.image, a.images)
+        symbols = encode_whole(model, whole)
+        shapes = [(3, *im.size) for im in whole]
+        log.info(
+            "checkpoint %s (k/n %s, fingerprint %s); %d whole photographs: %s",
+            a.checkpoint or "shipped",
+            model.cfg.bandwidth_ratio,
+            doc["fingerprint"],
+            len(whole),
+            ", ".join(f"{im.name} {im.size[1]}x{im.size[0]}" for im in whole),
+        )
+    else:
+        x, _ids = items(a.dataset, a.crop, a.count)
+        log.info(
+            "checkpoint %s (k/n %s, fingerprint %s); %d items of %dx%d from %s",
+            a.checkpoint or "shipped",
+            model.cfg.bandwidth_ratio,
+            doc["fingerprint"],
+            len(x),
+            a.crop,
+            a.crop,
+            a.dataset,
+        )
+        symbols = encode_items(model, x)
+        shapes = [(3, a.crop, a.crop)] * len(symbols)
     schemes = [0] * len(symbols)
     if a.scheme.lower() != "jscc":
         symbols, schemes = digital_items(a.scheme, x, symbols, log)
@@ -166,7 +202,6 @@ def main(argv: list[str] | None = None) -> int:
     sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False, curve=curve_client(a))
     ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
     sender = SampleSender(sock, stream_id=1, sample_rate_hz=a.sample_rate)
-    shape = (3, a.crop, a.crop)
     seq = a.first_seq
     if a.start_file and not _wait_for(Path(a.start_file), a.start_timeout, stop):
         log.error("%s did not appear within %.0f s; nothing sent", a.start_file, a.start_timeout)
@@ -175,6 +210,18 @@ def main(argv: list[str] | None = None) -> int:
             ctrl.close(linger=0)
         ctx.term()
         return 130 if stop else 3
+    if ctrl is not None:  # which photograph each item is, by content: the receiver's references
+        for item_id, im in enumerate(whole):
+            send_json(
+                ctrl,
+                {
+                    "type": "image",
+                    "item_id": item_id,
+                    "content_id": im.content_id,
+                    "name": im.name,
+                    "size": list(im.size),
+                },
+            )
     t0 = time.monotonic()
     airtime = 0.0
     sent = 0
@@ -192,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                         item_id=item_id,
                         fingerprint=fp,
                         payload_len=len(c),
-                        shape=shape,
+                        shape=shapes[item_id],
                         chunk_index=ci,
                         chunk_count=len(chunks),
                         scheme=schemes[item_id],

@@ -36,5 +36,8 @@ class DigitalDecoder:
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
         return [self.decode_one(e) for e in events]
 
+    def flush(self) -> list[Decoded]:
+        return []  # one frame per image: nothing is ever held
+
 
 register("digital", is_digital_scheme, DigitalDecoder)

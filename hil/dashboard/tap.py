@@ -104,14 +104,21 @@ def points(z: np.ndarray | None, n: int = MAX_POINTS) -> list[list[float]]:
     return np.round(np.stack([z.real, z.imag], 1), 3).tolist()
 
 
-def png_data_url(img) -> str:
-    """[3, H, W] float image in [0, 1] (tensor or array) -> a PNG data: URL."""
+PREVIEW_SIDE = 320  # the live view's images: a whole photograph is shown at most this large
+
+
+def png_data_url(img, max_side: int = PREVIEW_SIDE) -> str:
+    """[3, H, W] float image in [0, 1] (tensor or array) -> a PNG data: URL, scaled down (never
+    up) to ``max_side`` pixels on its long side: the page gets a preview, not a photograph."""
     from PIL import Image
 
     a = np.asarray(img, dtype=np.float32)
     a = (np.clip(a, 0, 1).transpose(1, 2, 0) * 255 + 0.5).astype(np.uint8)
+    im = Image.fromarray(a)
+    if max(im.size) > max_side:
+        im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
     buf = io.BytesIO()
-    Image.fromarray(a).save(buf, format="PNG")
+    im.save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 

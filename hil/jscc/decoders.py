@@ -26,6 +26,7 @@ import torch
 
 from ..convert import to_torch
 from ..phy import FrameEvent
+from .images import padded_shape
 
 
 @dataclass
@@ -39,17 +40,23 @@ class Decoded:
         events: every frame it came in, chunks in order.
         image: [3, H, W] float32 in [0, 1], on the CPU.
         intact: False where the payload did not arrive whole (shown mid-grey).
+        lost_chunks: frames of the image that never arrived (concealed, JSCC).
     """
 
     first: FrameEvent
     events: list[FrameEvent]
     image: torch.Tensor
     intact: bool = True
+    lost_chunks: int = 0
 
 
 class SchemeDecoder(Protocol):
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
         """Frames of this decoder's schemes (status "ok", header read) -> the images they complete."""
+        ...
+
+    def flush(self) -> list[Decoded]:
+        """The end of the stream: what is still incomplete, as well as it can be decoded."""
         ...
 
 
@@ -109,58 +116,134 @@ class Decoders:
             out.extend(self.get(name).decode(evs))
         return out
 
+    def flush(self) -> list[Decoded]:
+        """The end of the stream: each decoder's incomplete images."""
+        return [d for dec in self._built.values() for d in dec.flush()]
+
 
 class JsccDecoder:
-    """Scheme 0: the JSCC model's decoder, with chunk reassembly.
+    """Scheme 0: the JSCC model's decoder, with chunk reassembly and loss concealment.
 
     An image larger than one frame comes as ``chunk_count`` frames with consecutive
-    sequence numbers; they are held until all have arrived, then decoded together
-    (their symbols concatenated in chunk order). Incomplete images are dropped
-    oldest first beyond ``max_pending``, so memory stays bounded on a lossy link.
-    Images of one shape are decoded in one batch.
+    sequence numbers, its symbols cut in order. They are held until all have arrived, in
+    any order (a duplicate is dropped), then decoded together. An image whose frames did not
+    all arrive is decoded anyway, its missing symbols as zeros with zero symbol gain (the
+    decoder's "nothing received here"), once a frame ``reorder_window`` sequence numbers past
+    its last one arrives, or at ``flush`` (the end of the stream): a lost frame costs only its
+    part of the image. Beyond ``max_pending`` incomplete images the oldest is concealed
+    early, so memory stays bounded on a lossy link. Images of one shape are decoded in one
+    batch. The header's shape is the image's own; the codec decodes at ``padded_shape`` and
+    the image is cut back to its size.
     """
 
-    def __init__(self, model, max_pending: int = 256):
+    def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
         if model is None:
             raise ValueError("the JSCC decoder needs a model (rx without --no-decode)")
         self.model = model
         self.max_pending = max_pending
+        self.reorder_window = reorder_window
         self.pending: dict[tuple[int, int], dict[int, FrameEvent]] = {}
+        self.finished: dict[tuple[int, int], None] = {}  # recently completed, for duplicates
+        self.newest_seq = -1
 
     def _complete(self, events: list[FrameEvent]) -> list[list[FrameEvent]]:
         ready = []
         for e in events:
             h = e.header
+            self.newest_seq = max(self.newest_seq, h.seq)
             if h.chunk_count == 1:
                 ready.append([e])
                 continue
             key = (h.item_id, h.seq - h.chunk_index)  # (item, seq of its first chunk)
+            if key in self.finished:
+                continue  # a duplicate of a frame of an image already decoded
             part = self.pending.setdefault(key, {})
             part[h.chunk_index] = e
             if len(part) == h.chunk_count:
                 ready.append([part[i] for i in range(h.chunk_count)])
-                del self.pending[key]
-            if len(self.pending) > self.max_pending:
-                self.pending.pop(next(iter(self.pending)))
+                self._finish(key)
+        for key in list(self.pending):  # images whose missing frames are not coming
+            part = self.pending[key]
+            count = next(iter(part.values())).header.chunk_count
+            if self.newest_seq > key[1] + count - 1 + self.reorder_window:
+                ready.append(self._concealed(key))
+        while len(self.pending) > self.max_pending:
+            ready.append(self._concealed(next(iter(self.pending))))
         return ready
 
+    def _finish(self, key) -> None:
+        self.pending.pop(key, None)
+        self.finished[key] = None
+        while len(self.finished) > 4 * self.max_pending:
+            self.finished.pop(next(iter(self.finished)))
+
+    def _concealed(self, key) -> list:
+        """The chunks of an incomplete image in order, None where a frame is missing."""
+        part = self.pending[key]
+        count = next(iter(part.values())).header.chunk_count
+        self._finish(key)
+        return [part.get(i) for i in range(count)]
+
+    def flush(self) -> list[Decoded]:
+        """The end of the stream: every incomplete image, concealed."""
+        return self._decode([self._concealed(k) for k in list(self.pending)])
+
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
-        by_shape: dict[tuple, list[list[FrameEvent]]] = {}
-        for evs in self._complete(events):
-            by_shape.setdefault(tuple(evs[0].header.shape), []).append(evs)
+        return self._decode(self._complete(events))
+
+    def _decode(self, complete: list[list]) -> list[Decoded]:
+        by_shape: dict[tuple, list[list]] = {}
+        for evs in complete:
+            first = next(e for e in evs if e is not None)
+            by_shape.setdefault(tuple(first.header.shape), []).append(evs)
         out = []
         with torch.inference_mode():
             for shape, group in by_shape.items():
-                k = self.model.cfg.n_symbols(shape)
-                sym = np.stack([np.concatenate([e.symbols for e in evs]) for evs in group])
-                gain = np.stack([np.concatenate([e.symbol_gain for e in evs]) for evs in group])
-                if sym.shape[1] != k:  # header and payload disagree: nothing to decode
+                padded = padded_shape(shape)
+                k = self.model.cfg.n_symbols(padded)
+                rows = [_symbols(evs, k) for evs in group]
+                keep = [i for i, r in enumerate(rows) if r is not None]
+                if not keep:  # header and payload disagree: nothing to decode
                     continue
-                snr = torch.tensor([float(np.mean([e.snr_db for e in evs])) for evs in group])
-                img = self.model.decoder(to_torch(sym), snr, shape, torch.from_numpy(gain))
-                img = img.clamp(0, 1)
-                out.extend(Decoded(evs[0], evs, img[i]) for i, evs in enumerate(group))
+                sym = np.stack([rows[i][0] for i in keep])
+                gain = np.stack([rows[i][1] for i in keep])
+                snr = torch.tensor(
+                    [float(np.mean([e.snr_db for e in group[i] if e is not None])) for i in keep]
+                )
+                img = self.model.decoder(to_torch(sym), snr, padded, torch.from_numpy(gain))
+                img = img.clamp(0, 1)[:, :, : shape[1], : shape[2]]
+                for j, i in enumerate(keep):
+                    evs = group[i]
+                    got = [e for e in evs if e is not None]
+                    lost = len(evs) - len(got)
+                    out.append(Decoded(got[0], got, img[j], lost_chunks=lost))
         return out
+
+
+def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """An image's symbols and per-symbol gains from its chunks in order (None: missing, zeros);
+    None when the chunks cannot make k symbols (header and payload disagree)."""
+    got = [e for e in evs if e is not None]
+    if len(got) == len(evs):
+        sym = np.concatenate([e.symbols for e in evs])
+        if len(sym) != k:
+            return None
+        return sym, np.concatenate([e.symbol_gain for e in evs])
+    # every chunk but the last is full; the missing ones get zeros, their gain zero
+    n = len(evs)
+    full = max(len(e.symbols) for e in got)
+    sizes = [full] * (n - 1) + [k - full * (n - 1)]
+    if sizes[-1] <= 0 or any(len(e.symbols) != sizes[i] for i, e in enumerate(evs) if e):
+        return None
+    sym = np.zeros(k, np.complex64)
+    gain = np.zeros(k, np.float32)
+    at = 0
+    for e, size in zip(evs, sizes, strict=True):
+        if e is not None:
+            sym[at : at + size] = e.symbols
+            gain[at : at + size] = e.symbol_gain
+        at += size
+    return sym, gain
 
 
 register("jscc", lambda scheme: scheme == 0, JsccDecoder)

@@ -1,5 +1,7 @@
 """Decoders by scheme byte: the registry, routing, and the JSCC's chunk reassembly."""
 
+import typing
+
 import numpy as np
 import pytest
 import torch
@@ -85,11 +87,94 @@ def test_chunks_reassembled_in_chunk_order_whatever_the_arrival_order():
     assert dec.pending == {}
 
 
-def test_pending_images_are_bounded():
-    dec = JsccDecoder(FakeModel(), max_pending=4)
+def test_pending_images_are_bounded_the_oldest_concealed():
+    dec = JsccDecoder(FakeModel(), max_pending=4, reorder_window=10**6)
+    out = []
     for i in range(10):
-        dec.decode([event(100 * i, i, [1, 2], 0, 3)])
-    assert len(dec.pending) == 4 and min(k[0] for k in dec.pending) == 6  # oldest dropped
+        out += dec.decode([event(100 * i, i, [1, 2], 0, 3)])
+    assert len(dec.pending) == 4 and min(k[0] for k in dec.pending) == 6
+    assert [d.first.header.item_id for d in out] == [0, 1, 2, 3, 4, 5]
+    assert all(d.lost_chunks == 2 for d in out)
+
+
+class GainModel(FakeModel):
+    """FakeModel that keeps the symbol gains it was given."""
+
+    gains: typing.ClassVar[list] = []
+
+    @classmethod
+    def decoder(cls, sym, snr, shape, gain):
+        cls.gains.append(gain.clone())
+        return FakeModel.decoder(sym, snr, shape, gain)
+
+
+def test_an_image_with_a_lost_frame_is_decoded_at_the_end_with_zeros_for_it():
+    dec = JsccDecoder(GainModel())
+    assert dec.decode([event(10, 7, [1, 2], 0, 3), event(12, 7, [5, 6], 2, 3)]) == []
+    (d,) = dec.flush()
+    assert d.lost_chunks == 1 and [e.header.chunk_index for e in d.events] == [0, 2]
+    # [1, 2, 0, 0, 5, 6]: 0*1 + 1*2 + 4*5 + 5*6 = 52
+    assert float(d.image[0, 0, 0]) == pytest.approx(0.52)
+    np.testing.assert_array_equal(GainModel.gains[-1][0].numpy(), [1, 1, 0, 0, 1, 1])
+    assert dec.pending == {} and dec.flush() == []
+
+
+def test_lost_frames_stop_being_waited_for_once_the_stream_is_well_past_them():
+    dec = JsccDecoder(FakeModel(), reorder_window=64)
+    assert dec.decode([event(10, 7, [1, 2], 0, 3)]) == []
+    assert dec.decode([event(12 + 64, 8, [0] * 6)])[0].first.header.item_id == 8  # not yet
+    out = dec.decode([event(12 + 65, 9, [0] * 6)])
+    assert sorted(d.first.header.item_id for d in out) == [7, 9]
+    assert next(d for d in out if d.first.header.item_id == 7).lost_chunks == 2
+
+
+def test_a_duplicate_frame_of_a_finished_image_is_dropped():
+    dec = JsccDecoder(FakeModel())
+    frames = [event(10, 7, [1, 2], 0, 3), event(11, 7, [3, 4], 1, 3), event(12, 7, [5, 6], 2, 3)]
+    assert len(dec.decode(frames)) == 1
+    assert dec.decode([frames[1]]) == [] and dec.pending == {}
+    assert dec.flush() == []
+
+
+def test_a_photograph_of_any_size_comes_back_at_its_size(tiny_cfg):
+    """Real model: a 30x42 image (not a multiple of 4) encoded padded, cut into frames, decoded
+    and cut back; the same with one frame lost is concealed and keeps the size."""
+    from hil.jscc.images import pad
+    from hil.jscc.model import JsccModel
+
+    torch.manual_seed(0)
+    model = JsccModel(tiny_cfg.model).eval()
+    x = torch.rand(3, 30, 42)
+    with torch.inference_mode():
+        s = model.encoder(pad(x)[None])[0].numpy()
+    assert len(s) == model.cfg.n_symbols((3, 32, 44))
+    chunks = [s[i : i + 100] for i in range(0, len(s), 100)]
+
+    def frames(skip=None):
+        out = []
+        for i, c in enumerate(chunks):
+            if i == skip:
+                continue
+            e = event(i, 0, c, i, len(chunks))
+            out.append(
+                FrameEvent(
+                    "ok", 0, 0.0, 0.0, 1.0, 1.0,
+                    header=Header(
+                        seq=i, item_id=0, fingerprint=b"\0" * 8, payload_len=len(c),
+                        shape=(3, 30, 42), chunk_index=i, chunk_count=len(chunks),
+                    ),
+                    symbols=e.symbols, symbol_gain=e.symbol_gain, snr_db=20.0,
+                )
+            )  # fmt: skip
+        return out
+
+    (whole,) = JsccDecoder(model).decode(frames())
+    assert tuple(whole.image.shape) == (3, 30, 42) and whole.lost_chunks == 0
+    dec = JsccDecoder(model)
+    assert dec.decode(frames(skip=1)) == []
+    (lossy,) = dec.flush()
+    assert tuple(lossy.image.shape) == (3, 30, 42) and lossy.lost_chunks == 1
+    assert not torch.equal(lossy.image, whole.image)  # (an untrained model: only "differs")
 
 
 def test_a_frame_whose_length_disagrees_with_its_shape_gives_no_image():

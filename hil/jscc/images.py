@@ -1,0 +1,124 @@
+"""Whole photographs of any size for the link: found, identified by content, padded for the codec.
+
+The JSCC codec is fully convolutional but needs H and W divisible by 4 (two stride-2 stages).
+A photograph of any size is sent at its full resolution: padded on the bottom and right by
+repeating its edge (``pad``), encoded whole, and cut back to its own size by the receiver
+(the frame header carries the image's real size; ``padded_shape`` is the codec's).
+
+An image is named by its content (``content_id``: SHA-256 of its size and pixels), not by a
+position in a list: the transmitter's manifest says which content each item is, and a
+receiver holding the same files (``hil rx --image``/``--images``) finds its reference by that
+id, whatever the files are called or in which order they were given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .data import IMAGE_EXT, load_image
+
+MULTIPLE = 4  # the codec's downsampling: H and W must be multiples of it
+MAX_SIDE = 65535  # the frame header's 16-bit height and width
+MAX_PIXELS = 40_000_000  # a guard against a decompression bomb, not a codec limit
+
+
+@dataclass(frozen=True)
+class WholeImage:
+    """One photograph to send.
+
+    Attributes:
+        name: the file's name (for the user's eyes; never used to pair images).
+        content_id: SHA-256 (hex) of the size and the RGB pixels.
+        pixels: [3, H, W] uint8, on the CPU.
+    """
+
+    name: str
+    content_id: str
+    pixels: torch.Tensor
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return int(self.pixels.shape[1]), int(self.pixels.shape[2])
+
+    def as_float(self) -> torch.Tensor:
+        """[3, H, W] float32 in [0, 1]."""
+        return self.pixels.float() / 255.0
+
+
+def content_id(pixels: torch.Tensor) -> str:
+    """pixels [3, H, W] uint8 -> SHA-256 (hex) over the image's shape and its RGB pixels: the
+    same picture read from a PNG or a lossless copy gets the same id; a one-pixel change gets
+    another."""
+    if pixels.dtype != torch.uint8 or pixels.ndim != 3 or pixels.shape[0] != 3:
+        raise ValueError(
+            f"expected [3, H, W] uint8 pixels, got {pixels.dtype} {tuple(pixels.shape)}"
+        )
+    h = hashlib.sha256()
+    h.update(f"{pixels.shape[1]}x{pixels.shape[2]}:".encode())
+    h.update(pixels.contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def read_image(path: str | os.PathLike) -> WholeImage:
+    """One image file as a WholeImage; ValueError with the reason for anything unreadable or
+    too large for a frame header."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"image {p} does not exist")
+    px = load_image(p)
+    h, w = px.shape[1:]
+    if h < MULTIPLE or w < MULTIPLE:
+        raise ValueError(f"image {p} is {w}x{h}: at least {MULTIPLE}x{MULTIPLE} pixels")
+    if max(h, w) > MAX_SIDE or h * w > MAX_PIXELS:
+        raise ValueError(
+            f"image {p} is {w}x{h}: at most {MAX_SIDE} pixels a side and {MAX_PIXELS} in all"
+        )
+    return WholeImage(p.name, content_id(px), px)
+
+
+def gather_images(
+    files: list[str] | None = None, dirs: list[str] | None = None
+) -> list[WholeImage]:
+    """``--image FILE`` (in the order given) then the images under each ``--images DIR`` (sorted
+    by path); a picture given twice (same content) is sent once."""
+    paths = [Path(f) for f in files or []]
+    for d in dirs or []:
+        dp = Path(d)
+        if not dp.is_dir():
+            raise ValueError(f"--images {dp}: not a folder")
+        found = sorted(f for f in dp.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_EXT)
+        if not found:
+            raise ValueError(f"--images {dp}: no images ({', '.join(IMAGE_EXT)}) in it")
+        paths.extend(found)
+    out, seen = [], set()
+    for p in paths:
+        im = read_image(p)
+        if im.content_id not in seen:
+            seen.add(im.content_id)
+            out.append(im)
+    return out
+
+
+def padded_shape(shape: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The codec's shape for an image of ``shape`` (C, H, W): H and W rounded up to MULTIPLE."""
+    c, h, w = shape
+    return c, -(-h // MULTIPLE) * MULTIPLE, -(-w // MULTIPLE) * MULTIPLE
+
+
+def pad(x: torch.Tensor) -> torch.Tensor:
+    """x [3, H, W] or [B, 3, H, W] float32 -> the same with H, W rounded up (``padded_shape``),
+    the last row and column repeated: an edge, not a black border, so the codec spends nothing
+    on a step that is not there."""
+    h, w = x.shape[-2:]
+    _, hp, wp = padded_shape((3, h, w))
+    if (hp, wp) == (h, w):
+        return x
+    y = x if x.ndim == 4 else x[None]
+    y = F.pad(y, (0, wp - w, 0, hp - h), mode="replicate")
+    return y if x.ndim == 4 else y[0]
