@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
     )
     p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
+    p.add_argument(
+        "--whole-mode",
+        choices=["tiles", "full"],
+        default="tiles",
+        help="how hil tx encodes --image/--images: 32x32 tiles or full resolution",
+    )
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -196,6 +202,8 @@ def run_link(a) -> tuple[int, dict, Path]:
         a.repeat,
     )
     tx_cmd += ["--start-file", str(out / "rx.ready")]
+    if a.image or a.images:
+        tx_cmd += ["--whole-mode", a.whole_mode]
     if a.pace:
         tx_cmd.append("--pace")
     if a.gap is not None:

@@ -18,6 +18,7 @@ import zmq
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
 from ..phy import FrameBuilder, Header, to_full_scale
+from ..phy.header import SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
 from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
@@ -48,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
     )
     p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
+    p.add_argument(
+        "--whole-mode",
+        choices=["tiles", "full"],
+        default="tiles",
+        help="--image/--images: encode each photograph as 32x32 tiles (the sharper picture when "
+        "every frame arrives) or whole at full resolution (the one that degrades gently when "
+        "frames are lost); see scripts/whole_images.py",
+    )
     p.add_argument("--repeat", type=int, default=1, help="send the set this many times")
     p.add_argument("--gap", type=int, default=400, help="silent samples after each frame")
     p.add_argument(
@@ -98,12 +107,21 @@ def encode_items(model, x: torch.Tensor, batch: int = 64) -> list[np.ndarray]:
     return out
 
 
-def encode_whole(model, images) -> list[np.ndarray]:
-    """Whole photographs, one at a time at their own size (padded for the codec, ``pad``)."""
-    from ..jscc.images import pad
+def encode_whole(model, images, mode: str = "tiles") -> list[np.ndarray]:
+    """Whole photographs, one at a time: ``full`` at their own size (padded for the codec,
+    ``pad``), ``tiles`` as 32x32 tiles each encoded alone, their symbols interleaved
+    (``interleave``: a lost frame takes a few symbols of every tile, not whole tiles)."""
+    from ..jscc.images import interleave, pad, to_tiles
 
+    out = []
     with torch.inference_mode():
-        return [to_numpy(model.encoder(pad(im.as_float())[None]))[0] for im in images]
+        for im in images:
+            if mode == "full":
+                out.append(to_numpy(model.encoder(pad(im.as_float())[None]))[0])
+            else:
+                s = to_numpy(model.encoder(to_tiles(im.as_float())))  # [tiles, k]
+                out.append(interleave(s))
+    return out
 
 
 def digital_items(key: str, x: torch.Tensor, jscc: list[np.ndarray], log):
@@ -171,14 +189,15 @@ def main(argv: list[str] | None = None) -> int:
                 "whole photographs (--image/--images) are sent by the JSCC only, so far"
             )
         whole = gather_images(a.image, a.images)
-        symbols = encode_whole(model, whole)
+        symbols = encode_whole(model, whole, a.whole_mode)
         shapes = [(3, *im.size) for im in whole]
         log.info(
-            "checkpoint %s (k/n %s, fingerprint %s); %d whole photographs: %s",
+            "checkpoint %s (k/n %s, fingerprint %s); %d whole photographs (%s): %s",
             a.checkpoint or "shipped",
             model.cfg.bandwidth_ratio,
             doc["fingerprint"],
             len(whole),
+            "32x32 tiles" if a.whole_mode == "tiles" else "full resolution",
             ", ".join(f"{im.name} {im.size[1]}x{im.size[0]}" for im in whole),
         )
     else:
@@ -195,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         symbols = encode_items(model, x)
         shapes = [(3, a.crop, a.crop)] * len(symbols)
-    schemes = [0] * len(symbols)
+    schemes = [SCHEME_JSCC_TILED if whole and a.whole_mode == "tiles" else 0] * len(symbols)
     if a.scheme.lower() != "jscc":
         symbols, schemes = digital_items(a.scheme, x, symbols, log)
     ctx = zmq.Context()

@@ -26,7 +26,8 @@ import torch
 
 from ..convert import to_torch
 from ..phy import FrameEvent
-from .images import padded_shape
+from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_TILED
+from .images import TILE, deinterleave, from_tiles, padded_shape, tile_grid
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Decoders:
 
 
 class JsccDecoder:
-    """Scheme 0: the JSCC model's decoder, with chunk reassembly and loss concealment.
+    """Schemes 0 and 255: the JSCC model's decoder, with chunk reassembly and loss concealment.
 
     An image larger than one frame comes as ``chunk_count`` frames with consecutive
     sequence numbers, its symbols cut in order. They are held until all have arrived, in
@@ -133,7 +134,8 @@ class JsccDecoder:
     part of the image. Beyond ``max_pending`` incomplete images the oldest is concealed
     early, so memory stays bounded on a lossy link. Images of one shape are decoded in one
     batch. The header's shape is the image's own; the codec decodes at ``padded_shape`` and
-    the image is cut back to its size.
+    the image is cut back to its size. Scheme 255 (``SCHEME_JSCC_TILED``): the symbols are
+    the image's 32x32 tiles interleaved (``interleave``), decoded tile by tile and put together.
     """
 
     def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
@@ -195,12 +197,17 @@ class JsccDecoder:
         by_shape: dict[tuple, list[list]] = {}
         for evs in complete:
             first = next(e for e in evs if e is not None)
-            by_shape.setdefault(tuple(first.header.shape), []).append(evs)
+            key = (tuple(first.header.shape), first.header.scheme == SCHEME_JSCC_TILED)
+            by_shape.setdefault(key, []).append(evs)
         out = []
         with torch.inference_mode():
-            for shape, group in by_shape.items():
-                padded = padded_shape(shape)
-                k = self.model.cfg.n_symbols(padded)
+            for (shape, tiled), group in by_shape.items():
+                if tiled:
+                    n_tiles = int(np.prod(tile_grid(shape[1:])))
+                    k = n_tiles * self.model.cfg.n_symbols((3, TILE, TILE))
+                else:
+                    padded = padded_shape(shape)
+                    k = self.model.cfg.n_symbols(padded)
                 rows = [_symbols(evs, k) for evs in group]
                 keep = [i for i, r in enumerate(rows) if r is not None]
                 if not keep:  # header and payload disagree: nothing to decode
@@ -210,8 +217,22 @@ class JsccDecoder:
                 snr = torch.tensor(
                     [float(np.mean([e.snr_db for e in group[i] if e is not None])) for i in keep]
                 )
-                img = self.model.decoder(to_torch(sym), snr, padded, torch.from_numpy(gain))
-                img = img.clamp(0, 1)[:, :, : shape[1], : shape[2]]
+                if tiled:  # every tile of every image in one batch, then each image put together
+                    n = len(keep)
+                    sym = np.concatenate([deinterleave(r, n_tiles) for r in sym])
+                    gain = np.concatenate([deinterleave(r, n_tiles) for r in gain])
+                    img = self.model.decoder(
+                        to_torch(np.ascontiguousarray(sym)),
+                        snr.repeat_interleave(n_tiles),
+                        (3, TILE, TILE),
+                        torch.from_numpy(np.ascontiguousarray(gain)),
+                    ).clamp(0, 1)
+                    img = torch.stack(
+                        [from_tiles(t, shape[1:]) for t in img.reshape(n, n_tiles, 3, TILE, TILE)]
+                    )
+                else:
+                    img = self.model.decoder(to_torch(sym), snr, padded, torch.from_numpy(gain))
+                    img = img.clamp(0, 1)[:, :, : shape[1], : shape[2]]
                 for j, i in enumerate(keep):
                     evs = group[i]
                     got = [e for e in evs if e is not None]
@@ -246,4 +267,4 @@ def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     return sym, gain
 
 
-register("jscc", lambda scheme: scheme == 0, JsccDecoder)
+register("jscc", lambda scheme: scheme in (SCHEME_JSCC, SCHEME_JSCC_TILED), JsccDecoder)

@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -122,3 +123,58 @@ def pad(x: torch.Tensor) -> torch.Tensor:
     y = x if x.ndim == 4 else x[None]
     y = F.pad(y, (0, wp - w, 0, hp - h), mode="replicate")
     return y if x.ndim == 4 else y[0]
+
+
+TILE = 32  # the tiled mode's tile: the size the shipped models were trained on
+
+
+def tile_grid(size: tuple[int, int], t: int = TILE) -> tuple[int, int]:
+    """Tiles (rows, columns) covering an image of ``size`` (H, W)."""
+    return -(-size[0] // t), -(-size[1] // t)
+
+
+def to_tiles(x: torch.Tensor, t: int = TILE) -> torch.Tensor:
+    """x [3, H, W] float32 -> [rows * cols, 3, t, t] float32: the image padded (edge) to whole
+    tiles, cut row by row."""
+    h, w = x.shape[1:]
+    r, c = tile_grid((h, w), t)
+    y = F.pad(x[None], (0, c * t - w, 0, r * t - h), mode="replicate")[0]
+    return y.reshape(3, r, t, c, t).permute(1, 3, 0, 2, 4).reshape(r * c, 3, t, t)
+
+
+def from_tiles(tiles: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """tiles [rows * cols, 3, t, t] float32 (``to_tiles``) -> [3, H, W] float32 of ``size``."""
+    t = tiles.shape[-1]
+    r, c = tile_grid(size, t)
+    if tiles.shape[0] != r * c:
+        raise ValueError(f"{tiles.shape[0]} tiles for a {size} image: expected {r * c}")
+    y = tiles.reshape(r, c, 3, t, t).permute(2, 0, 3, 1, 4).reshape(3, r * t, c * t)
+    return y[:, : size[0], : size[1]]
+
+
+def _spread(k: int) -> np.ndarray:
+    """Within a tile: the order its k symbols go out in, a stride of 37 (mod k) through them,
+    so a run of consecutive positions touches every latent channel and place, not one channel's
+    rows. 37 is prime: a permutation for every k it does not divide (k is 32 x channels here)."""
+    if k % 37 == 0:
+        raise ValueError(f"the tile interleaver needs k not a multiple of 37, got {k}")
+    return (np.arange(k) * 37) % k
+
+
+def interleave(s: np.ndarray) -> np.ndarray:
+    """Tiles' symbols [tiles, k] complex64 -> [tiles * k] complex64 in air order: the
+    ``_spread`` order within each tile, then position j of every tile before position j + 1
+    (position j of tile t at j * tiles + t).
+
+    Frames carry consecutive runs of that order, so a lost frame takes a few symbols, spread
+    over the latent, from every tile (each decodes a little worse) instead of every symbol of a
+    few tiles (which decode to nothing) or one latent channel of every tile."""
+    return s[:, _spread(s.shape[1])].T.reshape(-1)
+
+
+def deinterleave(s: np.ndarray, tiles: int) -> np.ndarray:
+    """The inverse of ``interleave``: [tiles * k] -> [tiles, k] (any dtype: gains too)."""
+    t = s.reshape(-1, tiles).T
+    out = np.empty_like(t)
+    out[:, _spread(t.shape[1])] = t
+    return out

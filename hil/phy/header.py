@@ -27,6 +27,10 @@ HEADER_LEN = BODY_LEN + 4
 HEADER_BITS = 8 * HEADER_LEN
 
 SCHEME_JSCC = 0
+# JSCC, the image sent as 32x32 tiles encoded one by one (hil.jscc.images.to_tiles, row by
+# row), their symbols interleaved (symbol j of tile t at j * tiles + t); the header's shape is
+# the image's own
+SCHEME_JSCC_TILED = 255
 
 
 class HeaderError(ValueError):

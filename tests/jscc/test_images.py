@@ -6,7 +6,17 @@ import pytest
 import torch
 from PIL import Image
 
-from hil.jscc.images import content_id, gather_images, pad, padded_shape, read_image
+from hil.jscc.images import (
+    content_id,
+    deinterleave,
+    from_tiles,
+    gather_images,
+    interleave,
+    pad,
+    padded_shape,
+    read_image,
+    to_tiles,
+)
 
 
 def _png(path, h, w, seed=0):
@@ -75,3 +85,20 @@ def test_folders_must_exist_and_hold_images(tmp_path):
         gather_images(dirs=[str(tmp_path / "nope")])
     with pytest.raises(ValueError, match="no images"):
         gather_images(dirs=[str(tmp_path)])
+
+
+def test_tiles_and_the_interleaver_are_exact_inverses():
+    x = torch.rand(3, 50, 70)
+    t = to_tiles(x)
+    assert t.shape == (6, 3, 32, 32) and torch.equal(from_tiles(t, (50, 70)), x)
+    assert torch.equal(t[1], x[:, :32, 32:64])  # row by row
+    s = np.random.default_rng(0).standard_normal((6, 512)).astype(np.float32)
+    air = interleave(s)
+    np.testing.assert_array_equal(deinterleave(air, 6), s)
+    # a frame's worth of consecutive air symbols touches every tile and all 8 latent channels
+    seen = deinterleave(np.isin(np.arange(512 * 6), np.arange(300, 600)).astype(np.float32), 6)
+    assert (seen.sum(1) == 50).all()  # 300 air symbols: 50 from each tile
+    channels = np.nonzero(seen[0])[0] // 64
+    assert set(channels) == set(range(8))
+    with pytest.raises(ValueError, match="expected 6"):
+        from_tiles(t[:5], (50, 70))
