@@ -173,7 +173,8 @@ def interleave(s: np.ndarray) -> np.ndarray:
 
 
 def deinterleave(s: np.ndarray, tiles: int) -> np.ndarray:
-    """The inverse of ``interleave``: [tiles * k] -> [tiles, k] (any dtype: gains too)."""
+    """The inverse of ``interleave``: s [tiles * k] complex64 (or float32 gains) -> [tiles, k]
+    of the same dtype."""
     t = s.reshape(-1, tiles).T
     out = np.empty_like(t)
     out[:, _spread(t.shape[1])] = t
