@@ -252,7 +252,12 @@ def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
         return sym, np.concatenate([e.symbol_gain for e in evs])
     # every chunk but the last is full; the missing ones get zeros, their gain zero
     n = len(evs)
-    full = max(len(e.symbols) for e in got)
+    if evs[-1] is not None and n > 1:  # the full size from what the last leaves of k
+        full, rest = divmod(k - len(evs[-1].symbols), n - 1)
+        if rest or any(e is not None and len(e.symbols) != full for e in evs[:-1]):
+            return None
+    else:
+        full = max(len(e.symbols) for e in got)
     sizes = [full] * (n - 1) + [k - full * (n - 1)]
     if sizes[-1] <= 0 or any(len(e.symbols) != sizes[i] for i, e in enumerate(evs) if e):
         return None

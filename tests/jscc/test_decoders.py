@@ -230,3 +230,21 @@ def test_a_tiled_photograph_is_put_back_together_tile_by_tile(tiny_cfg):
     (d,) = Decoders(model).decode(frames[::-1])
     assert tuple(d.image.shape) == (3, 50, 70)
     torch.testing.assert_close(d.image, want)
+
+
+def test_an_image_with_only_its_short_last_frame_left_is_still_decoded():
+    class Seven(FakeModel):
+        class cfg:
+            @staticmethod
+            def n_symbols(shape):
+                return 7
+
+        @staticmethod
+        def decoder(sym, snr, shape, gain):
+            v = torch.stack([torch.arange(7.0) @ s.real / 100 for s in sym])
+            return v[:, None, None, None].expand(len(sym), *shape).clone()
+
+    dec = JsccDecoder(Seven())
+    assert dec.decode([event(12, 7, [5], 2, 3)]) == []  # chunks of 3, 3, 1: only the last came
+    (d,) = dec.flush()
+    assert d.lost_chunks == 2 and float(d.image[0, 0, 0]) == pytest.approx(0.30)  # 6 * 5 / 100
