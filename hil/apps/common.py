@@ -72,6 +72,25 @@ def items(dataset: str, crop: int, count: int, seed: int = 0) -> tuple[torch.Ten
     return fixed_tiles(open_dataset(dataset, "test"), crop, count, seed)
 
 
+def add_whole_image_args(p) -> None:
+    """``--image``/``--images``/``--whole-mode``: the photographs hil tx (and hil link) send whole."""
+    p.add_argument(
+        "--image",
+        action="append",
+        metavar="FILE",
+        help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
+    )
+    p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
+    p.add_argument(
+        "--whole-mode",
+        choices=["tiles", "full"],
+        default="tiles",
+        help="--image/--images: encode each photograph as 32x32 tiles (the sharper picture when "
+        "every frame arrives) or whole at full resolution (the one that degrades gently when "
+        "frames are lost); see scripts/whole_images.py",
+    )
+
+
 def add_curve_args(p) -> None:
     """CURVE options shared by the processes (see hil.transport.security)."""
     g = p.add_argument_group("authentication (ZeroMQ CURVE, for endpoints off this machine)")

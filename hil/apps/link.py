@@ -22,7 +22,7 @@ import numpy as np
 
 from ..radio.ad9363 import same_rate
 from ..transport import free_tcp_endpoint
-from .common import items, resolve_checkpoint, setup_logging
+from .common import add_whole_image_args, items, resolve_checkpoint, setup_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,19 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="jscc",
         help="jscc, or a separation-baseline MCS for tx (e.g. 16QAM-3/4): JPEG/WebP + 5G LDPC + QAM",
     )
-    p.add_argument(
-        "--image",
-        action="append",
-        metavar="FILE",
-        help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
-    )
-    p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
-    p.add_argument(
-        "--whole-mode",
-        choices=["tiles", "full"],
-        default="tiles",
-        help="how hil tx encodes --image/--images: 32x32 tiles or full resolution",
-    )
+    add_whole_image_args(p)
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(

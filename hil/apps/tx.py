@@ -21,7 +21,15 @@ from ..phy import FrameBuilder, Header, to_full_scale
 from ..phy.header import SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
-from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
+from .common import (
+    StopFlag,
+    add_curve_args,
+    add_whole_image_args,
+    curve_client,
+    items,
+    resolve_checkpoint,
+    setup_logging,
+)
 
 MAX_PAYLOAD = 4800  # complex symbols per frame (100 OFDM symbols); larger images are chunked
 
@@ -42,21 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--crop", type=int, default=32, help="image size sent (square, divisible by 4)")
     p.add_argument("--count", type=int, default=32, help="images to send")
-    p.add_argument(
-        "--image",
-        action="append",
-        metavar="FILE",
-        help="send this photograph whole, at its own size (repeatable; instead of --dataset)",
-    )
-    p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
-    p.add_argument(
-        "--whole-mode",
-        choices=["tiles", "full"],
-        default="tiles",
-        help="--image/--images: encode each photograph as 32x32 tiles (the sharper picture when "
-        "every frame arrives) or whole at full resolution (the one that degrades gently when "
-        "frames are lost); see scripts/whole_images.py",
-    )
+    add_whole_image_args(p)
     p.add_argument("--repeat", type=int, default=1, help="send the set this many times")
     p.add_argument("--gap", type=int, default=400, help="silent samples after each frame")
     p.add_argument(
