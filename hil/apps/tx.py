@@ -17,7 +17,7 @@ import zmq
 
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
-from ..phy import FrameBuilder, Header, to_full_scale
+from ..phy import MAX_PAYLOAD, FrameBuilder, Header, to_full_scale
 from ..phy.header import SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
@@ -30,8 +30,6 @@ from .common import (
     resolve_checkpoint,
     setup_logging,
 )
-
-MAX_PAYLOAD = 4800  # complex symbols per frame (100 OFDM symbols); larger images are chunked
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,10 @@ bitstream, CRC-32, zero padding, all scrambled with a fixed pseudo-random
 sequence (so padding does not become a constant, high-PAPR symbol run). A
 frame whose CRC fails is an erasure: the receiver shows a mid-grey image.
 Long budgets are split into several codewords (5G's limit is 8448 bits).
+
+Whole photographs (``hil.baseline.whole``) use block framing instead: each
+codeword carries its own bytes and its own CRC-32 (``encode_blocks`` /
+``decode_blocks``), so a codeword that fails costs only its bytes.
 """
 
 from __future__ import annotations
@@ -68,23 +72,35 @@ def mcs_by_key(key: str) -> int:
     raise ValueError(f"unknown MCS {key!r}; one of {', '.join(keys)}")
 
 
-def scheme_id(mcs_index: int, codec: int) -> int:
+N_SCHEMES = len(CODECS) * len(MCS_TABLE)  # digital scheme bytes of one framing
+
+
+def scheme_id(mcs_index: int, codec: int, whole: bool = False) -> int:
     """The header's scheme byte: 0 is JSCC; 1 + len(CODECS) * MCS index + codec for the digital
-    schemes (codec: index into ``source.CODECS``: 0 JPEG, 1 WebP, 2 AVIF, 3 HEIF)."""
+    schemes (codec: index into ``source.CODECS``: 0 JPEG, 1 WebP, 2 AVIF, 3 HEIF), one image
+    per frame; ``whole``: the same plus ``N_SCHEMES`` (33..64), a whole photograph in block
+    framing across frames (``hil.baseline.whole``)."""
     if not (0 <= mcs_index < len(MCS_TABLE) and 0 <= codec < len(CODECS)):
         raise ValueError(f"no scheme for MCS index {mcs_index}, codec index {codec}")
-    return 1 + len(CODECS) * mcs_index + codec
+    return 1 + len(CODECS) * mcs_index + codec + (N_SCHEMES if whole else 0)
 
 
 def is_digital_scheme(scheme: int) -> bool:
-    return 1 <= scheme <= len(CODECS) * len(MCS_TABLE)
+    """Any digital scheme byte, one frame per image or whole (1..64)."""
+    return 1 <= scheme <= 2 * N_SCHEMES
+
+
+def is_whole_scheme(scheme: int) -> bool:
+    """A digital whole photograph in block framing (33..64)."""
+    return N_SCHEMES < scheme <= 2 * N_SCHEMES
 
 
 def parse_scheme(scheme: int) -> tuple[int, int]:
-    """Scheme byte -> (MCS index, codec index); ValueError for JSCC (0) or an unknown byte."""
+    """Scheme byte -> (MCS index, codec index), either framing; ValueError for JSCC (0) or an
+    unknown byte."""
     if not is_digital_scheme(scheme):
         raise ValueError(f"scheme {scheme} is not a digital scheme")
-    return divmod(scheme - 1, len(CODECS))
+    return divmod((scheme - 1) % N_SCHEMES, len(CODECS))
 
 
 def _sionna():
@@ -140,7 +156,50 @@ class DigitalCodec:
 
     def encode(self, payloads: list[bytes]) -> torch.Tensor:
         """[B] byte strings -> [B, n_symbols] complex64 symbols (unit average energy)."""
-        u = torch.from_numpy(np.stack([self.framed_bits(p) for p in payloads]))
+        return self._modulate(np.stack([self.framed_bits(p) for p in payloads]))
+
+    @property
+    def block_capacity(self) -> list[int]:
+        """Block framing: the bytes each codeword carries (its information bits less a CRC-32;
+        0 for a codeword too short to hold one)."""
+        return [max(0, k // 8 - 4) for k, _ in self.segments]
+
+    def encode_blocks(self, blocks: list[bytes]) -> torch.Tensor:
+        """Block framing: one byte string per codeword (at most ``block_capacity`` bytes; a
+        shorter one is zero-padded to it), each followed by its CRC-32 and scrambled ->
+        [n_symbols] complex64 (unit average energy)."""
+        if len(blocks) != len(self.segments):
+            raise ValueError(f"{len(blocks)} blocks for {len(self.segments)} codewords")
+        u, a = np.zeros(self.k, np.float32), 0
+        for b, cap, (k, _) in zip(blocks, self.block_capacity, self.segments, strict=True):
+            if len(b) > cap:
+                raise ValueError(f"a {len(b)}-byte block exceeds its codeword's {cap} bytes")
+            if cap:
+                b = b + bytes(cap - len(b))
+                framed = b + struct.pack(">I", zlib.crc32(b))
+                u[a : a + 8 * len(framed)] = np.unpackbits(np.frombuffer(framed, np.uint8))
+            a += k
+        return self._modulate(np.abs(u - self.scramble)[None])[0]
+
+    def decode_blocks(self, y: torch.Tensor, no: torch.Tensor) -> list[list[bytes | None]]:
+        """Block framing: y [B, n_symbols] complex and no [B, n_symbols] real (as ``decode``)
+        -> per frame, per codeword its ``block_capacity`` bytes, or None where its CRC fails
+        (or it holds none)."""
+        u = np.abs(self._demodulate(y, no) - self.scramble).round().astype(np.uint8)
+        out = []
+        for row in u:
+            blocks, a = [], 0
+            for cap, (k, _) in zip(self.block_capacity, self.segments, strict=True):
+                raw = np.packbits(row[a : a + 8 * (cap + 4)]).tobytes()
+                a += k
+                ok = cap and zlib.crc32(raw[:cap]) == struct.unpack(">I", raw[cap:])[0]
+                blocks.append(raw[:cap] if ok else None)
+            out.append(blocks)
+        return out
+
+    def _modulate(self, bits: np.ndarray) -> torch.Tensor:
+        """Information bits [B, k] float32 0/1 -> [B, n_symbols] complex64 symbols."""
+        u = torch.from_numpy(bits)
         out, a = [], 0
         for k, n in self.segments:
             enc, _ = self._codes[(k, n)]
@@ -155,18 +214,20 @@ class DigitalCodec:
         """Equalised symbols y [B, n_symbols] complex (any precision; demapped in complex64) and
         their noise variances no [B, n_symbols] real (any precision; used as float32, floored
         at 1e-6) -> [B] payloads (None where the CRC fails or the framing is impossible)."""
+        return [self.unframe(row) for row in self._demodulate(y, no)]
+
+    def _demodulate(self, y: torch.Tensor, no: torch.Tensor) -> np.ndarray:
+        """y [B, n_symbols] complex, no [B, n_symbols] real -> decoded (still scrambled)
+        information bits [B, k] float32."""
         y = y.to(torch.complex64)
         no = no.to(torch.float32).clamp_min(1e-6)
         llr = self.demapper(y, no)
-        bits, a, s = [], 0, 0
+        bits, a = [], 0
         for k, n in self.segments:
             _, dec = self._codes[(k, n)]
-            ns = n // self.mcs.bits
             bits.append(dec(llr[:, a : a + n].clamp(-50, 50)))
             a += n
-            s += ns
-        u = torch.cat(bits, dim=1).numpy()
-        return [self.unframe(row) for row in u]
+        return torch.cat(bits, dim=1).numpy().astype(np.float32)
 
     def unframe(self, bits: np.ndarray) -> bytes | None:
         """The decoded information bits of one frame, [k] 0/1 (still scrambled; real or integer,

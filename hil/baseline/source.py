@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFile
 
 CODECS = ("jpeg", "webp", "avif", "heif")  # the index is part of the header's scheme byte
 _PIL = {"jpeg": "JPEG", "webp": "WEBP", "avif": "AVIF", "heif": "HEIF"}
@@ -79,23 +79,59 @@ def decode(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
     return a.transpose(2, 0, 1)
 
 
+def decode_truncated(data: bytes, shape: tuple[int, int, int]) -> np.ndarray | None:
+    """The first bytes of a bitstream (the rest lost) -> [3, H, W] float32 in [0, 1] as far as
+    the codec decodes a truncated stream (Pillow's ``LOAD_TRUNCATED_IMAGES``: JPEG fills
+    what is missing with grey), or None where it gives nothing of that shape."""
+    _heif()
+    previous = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = True
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            a = np.asarray(im.convert("RGB"), np.float32) / 255.0
+    except Exception:  # a truncated bitstream can raise anything Pillow has
+        return None
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = previous
+    if a.shape != (shape[1], shape[2], 3):
+        return None
+    return a.transpose(2, 0, 1)
+
+
 def fit(img8: np.ndarray, codec: str, max_bytes: int) -> bytes | None:
     """The highest-quality bitstream of ``codec`` no longer than ``max_bytes`` (None: none fits).
 
     img8: [H, W, 3] uint8 (as :func:`to_uint8` makes).
     """
-    lo, hi = _QUALITY[codec]
-    if len(encode(img8, codec, lo)) > max_bytes:  # AVIF/HEIF containers often cannot fit at all
-        return None
-    best = None
-    while lo <= hi:  # sizes grow with quality, nearly (the result is checked to fit)
-        q = (lo + hi) // 2
-        b = encode(img8, codec, q)
-        if len(b) <= max_bytes:
-            best, lo = b, q + 1
-        else:
-            hi = q - 1
-    return best
+    return fit_many(img8, codec, [max_bytes])[0]
+
+
+def fit_many(img8: np.ndarray, codec: str, budgets: list[int]) -> list[bytes | None]:
+    """``fit`` for several byte budgets at once, each quality encoded at most once (a whole
+    photograph's AVIF takes seconds)."""
+    memo: dict[int, bytes] = {}
+
+    def at(q: int) -> bytes:
+        if q not in memo:
+            memo[q] = encode(img8, codec, q)
+        return memo[q]
+
+    out = []
+    for max_bytes in budgets:
+        lo, hi = _QUALITY[codec]
+        if len(at(lo)) > max_bytes:  # AVIF/HEIF containers often cannot fit at all
+            out.append(None)
+            continue
+        best = None
+        while lo <= hi:  # sizes grow with quality, nearly (the result is checked to fit)
+            q = (lo + hi) // 2
+            b = at(q)
+            if len(b) <= max_bytes:
+                best, lo = b, q + 1
+            else:
+                hi = q - 1
+        out.append(best)
+    return out
 
 
 def psnr_np(a: np.ndarray, b: np.ndarray) -> float:
@@ -110,15 +146,20 @@ def best_fit(img: np.ndarray, max_bytes: int, codecs=CODECS) -> tuple[int, bytes
 
     img: [3, H, W] real in [0, 1] (any float dtype); scored by PSNR against its uint8 rounding.
     """
+    return best_fits(img, [max_bytes], codecs)[0]
+
+
+def best_fits(img: np.ndarray, budgets: list[int], codecs=CODECS) -> list[tuple[int, bytes] | None]:
+    """``best_fit`` for several byte budgets at once (each codec's qualities encoded once)."""
     img8 = to_uint8(img)
     ref = img8.astype(np.float32).transpose(2, 0, 1) / 255.0
-    best = None
+    best: list[tuple[float, int, bytes] | None] = [None] * len(budgets)
     for codec in codecs:
-        b = fit(img8, codec, max_bytes)
-        if b is None:
-            continue
-        out = decode(b, img.shape)
-        score = psnr_np(out, ref) if out is not None else -np.inf
-        if best is None or score > best[0]:
-            best = (score, CODECS.index(codec), b)
-    return None if best is None else (best[1], best[2])
+        for i, b in enumerate(fit_many(img8, codec, list(budgets))):
+            if b is None:
+                continue
+            out = decode(b, img.shape)
+            score = psnr_np(out, ref) if out is not None else -np.inf
+            if best[i] is None or score > best[i][0]:
+                best[i] = (score, CODECS.index(codec), b)
+    return [None if t is None else (t[1], t[2]) for t in best]

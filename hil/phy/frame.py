@@ -19,6 +19,9 @@ from .numerology import OfdmConfig
 from .ofdm import map_resources, modulate
 from .sequences import lts_time, sts_time
 
+# complex symbols per frame (100 OFDM symbols) hil tx sends; a larger image takes several
+MAX_PAYLOAD = 4800
+
 
 class FrameBuilder:
     """Builds frames for a numerology; torch (differentiable in the payload) and numpy entry points."""
