@@ -45,7 +45,7 @@ from hil.apps.tx import MAX_PAYLOAD
 from hil.channel import ChannelChain, profile
 from hil.jscc.checkpoint import load_checkpoint
 from hil.jscc.data import open_dataset
-from hil.jscc.images import deinterleave, from_tiles, interleave, pad, to_tiles
+from hil.jscc.images import deinterleave, from_tiles, interleave, pad, to_tiles, whole_symbols
 from hil.jscc.metrics import psnr
 from hil.phy import FrameBuilder, OfdmReceiver
 
@@ -121,7 +121,7 @@ def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, 
 def jscc_symbols(model, x: torch.Tensor) -> int:
     """Payload symbols the JSCC spends on a photograph sent as 32x32 tiles (hil tx's default):
     the digital baseline gets the same."""
-    return len(to_tiles(x)) * model.cfg.n_symbols((3, 32, 32))
+    return whole_symbols(model.cfg, tuple(x.shape[1:]), "tiles")
 
 
 class Digital:

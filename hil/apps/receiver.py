@@ -317,6 +317,7 @@ class Receiver:
             "evm_pilots": round(first.evm_pilots, 4),
             "sc_metric": round(first.sc_metric, 3),
         }
+        rec["intact"] = d.intact  # False: a digital bitstream that did not arrive whole
         if h.chunk_count > 1:
             rec["lost_chunks"] = d.lost_chunks
         entry = self.item_images.get(h.item_id)

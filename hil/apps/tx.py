@@ -148,6 +148,43 @@ def digital_items(key: str, x: torch.Tensor, jscc: list[np.ndarray], log):
     return out, schemes
 
 
+def digital_whole(key: str, images, n_symbols: list[int], log):
+    """The separation baseline for whole photographs (``hil.baseline.whole``): per photograph
+    its frames' symbols (None when its bitstream does not fit even at the lowest quality) and
+    its scheme id, in ``n_symbols[i]`` symbols (the JSCC's for the same photograph)."""
+    from ..baseline import CODECS, MCS_TABLE, best_fit, mcs_by_key, scheme_id
+    from ..baseline.whole import WholeCodec
+
+    mi = mcs_by_key(key)
+    wc = WholeCodec(mi)
+    out, schemes = [], []
+    for im, n in zip(images, n_symbols, strict=True):
+        f = best_fit(im.as_float().numpy(), wc.capacity(n))
+        if f is None:
+            log.warning("%s: no codec fits %d bytes; not sent", im.name, wc.capacity(n))
+            out.append(None)
+            schemes.append(0)
+            continue
+        out.append(wc.encode(f[1], n))
+        schemes.append(scheme_id(mi, f[0], whole=True))
+        log.info(
+            "digital baseline %s: %s, %d of %d bytes (%s) in %d symbols, %d frames",
+            MCS_TABLE[mi].name,
+            im.name,
+            len(f[1]),
+            wc.capacity(n),
+            CODECS[f[0]],
+            n,
+            len(out[-1]),
+        )
+    return out, schemes
+
+
+def _cut(s: np.ndarray) -> list[np.ndarray]:
+    """An image's symbols in frames of MAX_PAYLOAD, the last one shorter."""
+    return [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
+
+
 def _wait_for(path: Path, timeout_s: float, stop) -> bool:
     end = time.monotonic() + timeout_s
     while not path.exists():
@@ -173,15 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     a.sample_rate = phy.sample_rate_hz
     fb = FrameBuilder(phy)
     whole = []
+    digital = a.scheme.lower() != "jscc"
     if a.image or a.images:
-        from ..jscc.images import gather_images
+        from ..jscc.images import gather_images, whole_symbols
 
-        if a.scheme.lower() != "jscc":
-            raise ValueError(
-                "whole photographs (--image/--images) are sent by the JSCC only, so far"
-            )
         whole = gather_images(a.image, a.images)
-        symbols = encode_whole(model, whole, a.whole_mode)
         shapes = [(3, *im.size) for im in whole]
         log.info(
             "checkpoint %s (k/n %s, fingerprint %s); %d whole photographs (%s): %s",
@@ -189,9 +222,16 @@ def main(argv: list[str] | None = None) -> int:
             model.cfg.bandwidth_ratio,
             doc["fingerprint"],
             len(whole),
-            "32x32 tiles" if a.whole_mode == "tiles" else "full resolution",
+            a.scheme if digital else "32x32 tiles" if a.whole_mode == "tiles" else "full size",
             ", ".join(f"{im.name} {im.size[1]}x{im.size[0]}" for im in whole),
         )
+        if digital:
+            ns = [whole_symbols(model.cfg, im.size, a.whole_mode) for im in whole]
+            frames, schemes = digital_whole(a.scheme, whole, ns, log)
+        else:
+            symbols = encode_whole(model, whole, a.whole_mode)
+            scheme = SCHEME_JSCC_TILED if a.whole_mode == "tiles" else 0
+            frames, schemes = [_cut(s) for s in symbols], [scheme] * len(symbols)
     else:
         x, _ids = items(a.dataset, a.crop, a.count)
         log.info(
@@ -206,9 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         symbols = encode_items(model, x)
         shapes = [(3, a.crop, a.crop)] * len(symbols)
-    schemes = [SCHEME_JSCC_TILED if whole and a.whole_mode == "tiles" else 0] * len(symbols)
-    if a.scheme.lower() != "jscc":
-        symbols, schemes = digital_items(a.scheme, x, symbols, log)
+        schemes = [0] * len(symbols)
+        if digital:
+            symbols, schemes = digital_items(a.scheme, x, symbols, log)
+        frames = [None if s is None else _cut(s) for s in symbols]
     ctx = zmq.Context()
     sock = make_socket(ctx, zmq.PUSH, a.radio, bind=False, curve=curve_client(a))
     ctrl = make_socket(ctx, zmq.PUSH, a.control, bind=False) if a.control else None
@@ -238,10 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     sent = 0
     try:
         for _ in range(a.repeat):
-            for item_id, s in enumerate(symbols):
-                if s is None:  # digital: did not fit the budget, never sent
+            for item_id, chunks in enumerate(frames):
+                if chunks is None:  # digital: did not fit the budget, never sent
                     continue
-                chunks = [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
                 for ci, c in enumerate(chunks):
                     if stop:
                         raise KeyboardInterrupt

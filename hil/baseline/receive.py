@@ -7,18 +7,28 @@ import numpy as np
 import torch
 
 from ..convert import to_torch
-from ..jscc.decoders import Decoded, register
+from ..jscc.decoders import ChunkAssembler, Decoded, register
 from ..phy import FrameEvent
-from .digital import MCS_TABLE, DigitalCodec, is_digital_scheme, parse_scheme
+from .digital import MCS_TABLE, DigitalCodec, is_digital_scheme, is_whole_scheme, parse_scheme
 from .source import decode as decode_image
+from .whole import WholeCodec, assemble
+from .whole import decode_image as decode_whole
 
 
 class DigitalDecoder:
-    """One image per frame. A CRC failure or an undecodable bitstream shows mid-grey
-    (``intact`` False), as the baseline's fast evaluation path scores it."""
+    """Schemes 1..32: one image per frame; a CRC failure or an undecodable bitstream shows
+    mid-grey (``intact`` False), as the baseline's fast evaluation path scores it.
 
-    def __init__(self, model=None):
+    Schemes 33..64: a whole photograph across frames in block framing
+    (``hil.baseline.whole``), reassembled by a ``ChunkAssembler`` (any order, duplicates
+    dropped, given up on when the frames stop coming). Its codewords that decode are put
+    together; a photograph missing bytes gets the codec's picture from the bytes before the
+    first gap (JPEG's grey-filled rest) or mid-grey, and is not ``intact``."""
+
+    def __init__(self, model=None, max_pending: int = 64, reorder_window: int = 64):
         self.codecs: dict[tuple[int, int], DigitalCodec] = {}  # (MCS index, symbols) -> codec
+        self.whole: dict[int, WholeCodec] = {}  # MCS index -> codec
+        self.chunks = ChunkAssembler(max_pending, reorder_window)
 
     def decode_one(self, e: FrameEvent) -> Decoded:
         h = e.header
@@ -33,11 +43,24 @@ class DigitalDecoder:
             return Decoded(e, [e], torch.full(tuple(h.shape), 0.5), intact=False)
         return Decoded(e, [e], torch.from_numpy(img))
 
+    def decode_whole(self, evs: list[FrameEvent | None]) -> Decoded:
+        """One photograph's frames in chunk order (None: never arrived)."""
+        got = [e for e in evs if e is not None]
+        mi, _codec = parse_scheme(got[0].header.scheme)
+        if mi not in self.whole:
+            self.whole[mi] = WholeCodec(mi)
+        blocks = self.whole[mi].decode_frames([(e.symbols, e.symbol_gain) for e in got])
+        img, intact = decode_whole(assemble([b for bs in blocks for b in bs]), got[0].header.shape)
+        return Decoded(got[0], got, torch.from_numpy(img), intact, len(evs) - len(got))
+
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
-        return [self.decode_one(e) for e in events]
+        out = [self.decode_one(e) for e in events if not is_whole_scheme(e.header.scheme)]
+        whole = [e for e in events if is_whole_scheme(e.header.scheme)]
+        return out + [self.decode_whole(evs) for evs in self.chunks.add(whole)]
 
     def flush(self) -> list[Decoded]:
-        return []  # one frame per image: nothing is ever held
+        """The end of the stream: whole photographs still missing frames, as far as they go."""
+        return [self.decode_whole(evs) for evs in self.chunks.flush()]
 
 
 register("digital", is_digital_scheme, DigitalDecoder)

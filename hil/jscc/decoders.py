@@ -122,34 +122,28 @@ class Decoders:
         return [d for dec in self._built.values() for d in dec.flush()]
 
 
-class JsccDecoder:
-    """Schemes 0 and 255: the JSCC model's decoder, with chunk reassembly and loss concealment.
+class ChunkAssembler:
+    """Frames of images larger than one frame, held until the image is complete.
 
-    An image larger than one frame comes as ``chunk_count`` frames with consecutive
-    sequence numbers, its symbols cut in order. They are held until all have arrived, in
-    any order (a duplicate is dropped), then decoded together. An image whose frames did not
-    all arrive is decoded anyway, its missing symbols as zeros with zero symbol gain (the
-    decoder's "nothing received here"), once a frame ``reorder_window`` sequence numbers past
-    its last one arrives, or at ``flush`` (the end of the stream): a lost frame costs only its
-    part of the image. Beyond ``max_pending`` incomplete images the oldest is concealed
-    early, so memory stays bounded on a lossy link. Images of one shape are decoded in one
-    batch. The header's shape is the image's own; the codec decodes at ``padded_shape`` and
-    the image is cut back to its size. Scheme 255 (``SCHEME_JSCC_TILED``): the symbols are
-    the image's 32x32 tiles interleaved (``interleave``), decoded tile by tile and put together.
+    An image comes as ``chunk_count`` frames with consecutive sequence numbers. They are held
+    until all have arrived, in any order (a duplicate is dropped); an image whose frames did
+    not all arrive is given up on, its missing chunks as None, once a frame
+    ``reorder_window`` sequence numbers past its last one arrives, or at ``flush`` (the end of
+    the stream). Beyond ``max_pending`` incomplete images the oldest is given up on early, so
+    memory stays bounded on a lossy link. A single-frame image is ready at once.
     """
 
-    def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
-        if model is None:
-            raise ValueError("the JSCC decoder needs a model (rx without --no-decode)")
-        self.model = model
+    def __init__(self, max_pending: int = 256, reorder_window: int = 64):
         self.max_pending = max_pending
         self.reorder_window = reorder_window
         self.pending: dict[tuple[int, int], dict[int, FrameEvent]] = {}
         self.finished: dict[tuple[int, int], None] = {}  # recently completed, for duplicates
         self.newest_seq = -1
 
-    def _complete(self, events: list[FrameEvent]) -> list[list[FrameEvent]]:
-        ready = []
+    def add(self, events: list[FrameEvent]) -> list[list[FrameEvent | None]]:
+        """Frames -> the images they complete (or give up on): each its chunks in order,
+        None where one never arrived."""
+        ready: list[list[FrameEvent | None]] = []
         for e in events:
             h = e.header
             self.newest_seq = max(self.newest_seq, h.seq)
@@ -168,10 +162,14 @@ class JsccDecoder:
             part = self.pending[key]
             count = next(iter(part.values())).header.chunk_count
             if self.newest_seq > key[1] + count - 1 + self.reorder_window:
-                ready.append(self._concealed(key))
+                ready.append(self._give_up(key))
         while len(self.pending) > self.max_pending:
-            ready.append(self._concealed(next(iter(self.pending))))
+            ready.append(self._give_up(next(iter(self.pending))))
         return ready
+
+    def flush(self) -> list[list[FrameEvent | None]]:
+        """The end of the stream: every incomplete image, None where a chunk is missing."""
+        return [self._give_up(k) for k in list(self.pending)]
 
     def _finish(self, key) -> None:
         self.pending.pop(key, None)
@@ -179,19 +177,38 @@ class JsccDecoder:
         while len(self.finished) > 4 * self.max_pending:
             self.finished.pop(next(iter(self.finished)))
 
-    def _concealed(self, key) -> list:
-        """The chunks of an incomplete image in order, None where a frame is missing."""
+    def _give_up(self, key) -> list[FrameEvent | None]:
         part = self.pending[key]
         count = next(iter(part.values())).header.chunk_count
         self._finish(key)
         return [part.get(i) for i in range(count)]
 
+
+class JsccDecoder:
+    """Schemes 0 and 255: the JSCC model's decoder, with chunk reassembly and loss concealment.
+
+    An image larger than one frame is reassembled by a ``ChunkAssembler`` (any order,
+    duplicates dropped). An image whose frames did not all arrive is decoded anyway, its
+    missing symbols as zeros with zero symbol gain (the decoder's "nothing received here"),
+    once the assembler gives up on it: a lost frame costs only its part of the image. Images
+    of one shape are decoded in one batch. The header's shape is the image's own; the codec
+    decodes at ``padded_shape`` and the image is cut back to its size. Scheme 255
+    (``SCHEME_JSCC_TILED``): the symbols are the image's 32x32 tiles interleaved
+    (``interleave``), decoded tile by tile and put together.
+    """
+
+    def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
+        if model is None:
+            raise ValueError("the JSCC decoder needs a model (rx without --no-decode)")
+        self.model = model
+        self.chunks = ChunkAssembler(max_pending, reorder_window)
+
     def flush(self) -> list[Decoded]:
         """The end of the stream: every incomplete image, concealed."""
-        return self._decode([self._concealed(k) for k in list(self.pending)])
+        return self._decode(self.chunks.flush())
 
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
-        return self._decode(self._complete(events))
+        return self._decode(self.chunks.add(events))
 
     def _decode(self, complete: list[list]) -> list[Decoded]:
         by_shape: dict[tuple, list[list]] = {}

@@ -152,6 +152,18 @@ def from_tiles(tiles: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return y[:, : size[0], : size[1]]
 
 
+def whole_symbols(cfg, size: tuple[int, int], mode: str = "tiles") -> int:
+    """Payload symbols the JSCC of model config ``cfg`` spends on an image of ``size`` (H, W):
+    ``tiles`` (32x32 tiles, hil tx's default) or ``full`` (the padded image at once). The
+    digital baseline gets the same for the same photograph."""
+    if mode == "tiles":
+        r, c = tile_grid(size)
+        return r * c * cfg.n_symbols((3, TILE, TILE))
+    if mode == "full":
+        return cfg.n_symbols(padded_shape((3, *size)))
+    raise ValueError(f"unknown whole-image mode {mode!r}: tiles or full")
+
+
 def _spread(k: int) -> np.ndarray:
     """Within a tile: the order its k symbols go out in, a stride of 37 (mod k) through them,
     so a run of consecutive positions touches every latent channel and place, not one channel's

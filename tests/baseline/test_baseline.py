@@ -216,15 +216,20 @@ def test_mcs_keys_scheme_bytes_and_their_messages():
         mcs_by_key("256QAM 1/2")
     keys = "BPSK-1/3, QPSK-1/3, QPSK-1/2, QPSK-3/4, 16QAM-1/2, 16QAM-3/4, 64QAM-2/3, 64QAM-8/9"
     assert str(e.value) == f"unknown MCS '256QAM 1/2'; one of {keys}"
-    from hil.baseline.digital import is_digital_scheme
+    from hil.baseline.digital import is_digital_scheme, is_whole_scheme
 
     assert scheme_id(0, 0) == 1 and scheme_id(7, 3) == 32
-    assert [is_digital_scheme(s) for s in (0, 1, 32, 33)] == [False, True, True, False]
+    assert scheme_id(0, 0, whole=True) == 33 and scheme_id(7, 3, whole=True) == 64
+    assert [is_digital_scheme(s) for s in (0, 1, 32, 33, 64, 65)] == [False] + [True] * 4 + [
+        False
+    ]
+    assert [is_whole_scheme(s) for s in (1, 32, 33, 64, 65)] == [False, False, True, True, False]
+    assert parse_scheme(scheme_id(5, 2, whole=True)) == (5, 2)
     for mi, c in ((8, 0), (0, 4), (-1, 0), (0, -1)):
         with pytest.raises(ValueError) as e:
             scheme_id(mi, c)
         assert str(e.value) == f"no scheme for MCS index {mi}, codec index {c}"
-    for s in (0, 33):
+    for s in (0, 65):
         with pytest.raises(ValueError) as e:
             parse_scheme(s)
         assert str(e.value) == f"scheme {s} is not a digital scheme"

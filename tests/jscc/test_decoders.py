@@ -84,7 +84,7 @@ def test_chunks_reassembled_in_chunk_order_whatever_the_arrival_order():
     # symbols in chunk order 1..6: sum(i * s_i) = 0*1 + 1*2 + 2*3 + 3*4 + 4*5 + 5*6 = 70
     assert float(whole.image[0, 0, 0]) == pytest.approx(0.70)
     assert float(by_item[3].image[0, 0, 0]) == pytest.approx(0.05)
-    assert dec.pending == {}
+    assert dec.chunks.pending == {}
 
 
 def test_pending_images_are_bounded_the_oldest_concealed():
@@ -92,7 +92,7 @@ def test_pending_images_are_bounded_the_oldest_concealed():
     out = []
     for i in range(10):
         out += dec.decode([event(100 * i, i, [1, 2], 0, 3)])
-    assert len(dec.pending) == 4 and min(k[0] for k in dec.pending) == 6
+    assert len(dec.chunks.pending) == 4 and min(k[0] for k in dec.chunks.pending) == 6
     assert [d.first.header.item_id for d in out] == [0, 1, 2, 3, 4, 5]
     assert all(d.lost_chunks == 2 for d in out)
 
@@ -116,7 +116,7 @@ def test_an_image_with_a_lost_frame_is_decoded_at_the_end_with_zeros_for_it():
     # [1, 2, 0, 0, 5, 6]: 0*1 + 1*2 + 4*5 + 5*6 = 52
     assert float(d.image[0, 0, 0]) == pytest.approx(0.52)
     np.testing.assert_array_equal(GainModel.gains[-1][0].numpy(), [1, 1, 0, 0, 1, 1])
-    assert dec.pending == {} and dec.flush() == []
+    assert dec.chunks.pending == {} and dec.flush() == []
 
 
 def test_lost_frames_stop_being_waited_for_once_the_stream_is_well_past_them():
@@ -132,7 +132,7 @@ def test_a_duplicate_frame_of_a_finished_image_is_dropped():
     dec = JsccDecoder(FakeModel())
     frames = [event(10, 7, [1, 2], 0, 3), event(11, 7, [3, 4], 1, 3), event(12, 7, [5, 6], 2, 3)]
     assert len(dec.decode(frames)) == 1
-    assert dec.decode([frames[1]]) == [] and dec.pending == {}
+    assert dec.decode([frames[1]]) == [] and dec.chunks.pending == {}
     assert dec.flush() == []
 
 
