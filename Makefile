@@ -48,8 +48,11 @@ $(STAMP): pyproject.toml | debs
 
 setup: $(STAMP)
 
+# four held-out photographs of the corpus, sent whole (768 px on the long side)
+DEMO_PHOTOS ?= runs/demo-photos
 demo: $(STAMP)
-	$(VENV)/bin/hil link
+	$(VENV)/bin/hil corpus --quiet --export-whole $(DEMO_PHOTOS) --count 4
+	$(VENV)/bin/hil link --images $(DEMO_PHOTOS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check hil tests scripts

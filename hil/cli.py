@@ -101,6 +101,9 @@ def _corpus(args) -> int:
         print(f"Debian packages: {' '.join(m.apt_packages)}")
     out = C.build(m, sources, progress=not args.quiet)
     print(f"verified (SHA-256) and cached under {out}")
+    if args.export_whole:
+        files = C.export_whole(args.export_whole, sources, args.count, m)
+        print(f"{len(files)} whole photographs written to {args.export_whole} (PNG)")
     return 0
 
 
@@ -141,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--ci", action="store_true", help="only the scikit-image photographs (no Debian package)"
     )
     d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.add_argument(
+        "--export-whole",
+        metavar="DIR",
+        help="write the held-out whole photographs (768 px long side) to DIR as PNG files, to "
+        "send with hil link --images DIR",
+    )
+    d.add_argument("--count", type=int, default=None, help="--export-whole: the first N only")
     d.set_defaults(func=_corpus)
 
     d = sub.add_parser(

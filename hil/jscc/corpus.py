@@ -154,7 +154,9 @@ def read_photo(ph: Photo) -> np.ndarray:
         return np.asarray(im.convert("RGB")).copy()
 
 
-def scaled(a: np.ndarray, short_side: int | None = None, long_side: int | None = None) -> np.ndarray:
+def scaled(
+    a: np.ndarray, short_side: int | None = None, long_side: int | None = None
+) -> np.ndarray:
     """[H, W, 3] uint8 -> the same downscaled (Lanczos) to the given short or long side.
 
     Never upscales: an image already at or below the size comes back as it is."""
@@ -228,3 +230,23 @@ def load_split(
             images.append(torch.from_numpy(a))
             ids.append(f"{ph.id}@{tag}")
     return images, ids
+
+
+def export_whole(
+    folder: str | os.PathLike,
+    sources: tuple[str, ...] | None = None,
+    count: int | None = None,
+    manifest: Manifest | None = None,
+) -> list[Path]:
+    """The ``whole`` split as PNG files ``<photo id>.png`` in ``folder`` (made if needed; files
+    of the same name replaced), the first ``count`` only if given: photographs to send whole
+    (``hil link --images``). Returns the files written."""
+    images, ids = load_split("whole", sources, manifest)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for img, ident in list(zip(images, ids, strict=True))[:count]:
+        f = out / f"{ident.split('@')[0]}.png"
+        Image.fromarray(img.permute(1, 2, 0).numpy()).save(f)
+        files.append(f)
+    return files
