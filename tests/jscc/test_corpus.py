@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from hil.jscc import corpus as C
 from hil.jscc.data import open_dataset
@@ -108,3 +109,15 @@ def test_data_sets_from_the_corpus(monkeypatch, tmp_path):
         assert min(img.shape[1:]) == min(side, ph.height, ph.width)
         assert img.shape[0] == 3 and img.dtype.is_floating_point is False
     assert (tmp_path / "corpus").is_dir()  # cached where HIL_CACHE says
+
+
+def test_whole_photographs_are_exported_as_png_as_cached(tmp_path):
+    """hil corpus --export-whole: the whole split as PNG files, pixel for pixel what the cache
+    holds (make demo sends them)."""
+    images, ids = C.load_split("whole")
+    files = C.export_whole(tmp_path / "photos", count=2)
+    assert [f.name for f in files] == [f"{i.split('@')[0]}.png" for i in ids[:2]]
+    for f, img in zip(files, images, strict=False):
+        back = np.asarray(Image.open(f).convert("RGB")).transpose(2, 0, 1)
+        assert back.shape == tuple(img.shape) and np.array_equal(back, img.numpy())
+        assert max(back.shape[1:]) == C.WHOLE_LONG_SIDE
