@@ -85,9 +85,10 @@ def add_whole_image_args(p) -> None:
         "--whole-mode",
         choices=["tiles", "full"],
         default="tiles",
-        help="--image/--images: encode each photograph as 32x32 tiles (the sharper picture when "
-        "every frame arrives) or whole at full resolution (the one that degrades gently when "
-        "frames are lost); see scripts/whole_images.py",
+        help="--image/--images: encode each photograph as 32x32 tiles, their symbols interleaved "
+        "(sharper, and it loses less per lost frame) or whole at full resolution (kept for "
+        "comparison); also sets the digital baseline's symbol budget; see "
+        "scripts/whole_images.py",
     )
 
 
