@@ -4,7 +4,7 @@ lost frames cost.
     python scripts/whole_images.py                      # both tables, the corpus's whole split
     python scripts/whole_images.py --only modes --snr 0,10,20
     python scripts/whole_images.py --only loss --loss 0,1,5,10,20 --loss-snr 10
-    python scripts/whole_images.py --only digital       # JSCC against the separation baseline
+    python scripts/whole_images.py --only digital --plot docs/whole_vs_digital.png
 
 Each photograph of the held-out whole split (``hil corpus``; 16 photographs, 768 pixels on the
 long side) goes the way ``hil tx`` sends it: encoded, its symbols cut into frames of
@@ -229,6 +229,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
     snrs = [float(v) for v in a.snr.split(",")]
     losses = [float(v) for v in a.loss.split(",")]
     dig = Digital(imgs, [jscc_symbols(model, x) for x in imgs], Path(a.cache))
+    shown: dict = {"snr": {}, "loss": {}}  # for --plot
     print(
         "\n### Whole photographs: JSCC (32x32 tiles) against the separation baseline, PSNR (dB)\n"
     )
@@ -271,6 +272,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
                     break
             best.append(max(tried))
             start = best[-1][1]
+        shown["snr"][chan] = (jscc, [p for p, _ in best])
         print(f"| {chan} | JSCC tiles32 | " + " | ".join(f"{v:.2f}" for v in jscc) + " |")
         for mi, row in cells.items():
             print(f"| {chan} | {MCS_TABLE[mi].name} | " + " | ".join(row) + " |")
@@ -315,16 +317,48 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
                 break
         _, mi = max(found)
         frames = dig.received(air, mi, a.loss_snr)
-        row = []
+        row, values = [], []
         for lp in losses:
             r = []
             for i, fr in enumerate(frames):
                 count = len(fr) if fr is not None else 1
                 lost = np.random.default_rng(2000 + i).random(count) < lp / 100  # JSCC's draws
                 r.append(dig.score(i, fr, lost))
-            row.append(f"{np.mean([t[0] for t in r]):.2f} ({sum(t[1] for t in r)})")
+            values.append(float(np.mean([t[0] for t in r])))
+            row.append(f"{values[-1]:.2f} ({sum(t[1] for t in r)})")
         print(f"| {chan} | JSCC tiles32 | " + " | ".join(f"{v:.2f}" for v in jscc) + " |")
         print(f"| {chan} | {MCS_TABLE[mi].name} | " + " | ".join(row) + " |", flush=True)
+        shown["loss"][chan] = (jscc, values, MCS_TABLE[mi].name)
+    if a.plot:
+        plot_digital(shown, snrs, losses, a.loss_snr, a.plot)
+
+
+def plot_digital(shown: dict, snrs, losses, loss_snr: float, path: str) -> None:
+    """Two panels: PSNR against SNR (JSCC, the genie's best MCS) and against frames lost."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for k, (chan, (jscc, best)) in enumerate(shown["snr"].items()):
+        c = f"C{k}"
+        ax1.plot(snrs, jscc, "o-", color=c, label=f"JSCC, {chan}")
+        ax1.plot(snrs, best, "s--", color=c, label=f"best digital, {chan}")
+    ax1.set(xlabel="SNR (dB)", ylabel="PSNR (dB)", title="whole photographs, same symbols")
+    for k, (chan, (jscc, dig, mcs)) in enumerate(shown["loss"].items()):
+        c = f"C{k}"
+        ax2.plot(losses, jscc, "o-", color=c, label=f"JSCC, {chan}")
+        ax2.plot(losses, dig, "s--", color=c, label=f"{mcs}, {chan}")
+    ax2.set(
+        xlabel="frames lost (%)", ylabel="PSNR (dB)", title=f"frames lost at {loss_snr:g} dB SNR"
+    )
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
@@ -344,6 +378,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--cache", default="runs/cache/whole_digital", help="the digital bitstreams' cache"
     )
+    p.add_argument("--plot", help="digital: write PSNR vs SNR and vs frames lost to this PNG")
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
