@@ -3,6 +3,8 @@ an image. Registers itself with ``hil.jscc.decoders`` for every digital scheme b
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 
@@ -13,6 +15,8 @@ from .digital import MCS_TABLE, DigitalCodec, is_digital_scheme, is_whole_scheme
 from .source import decode as decode_image
 from .whole import WholeCodec, assemble
 from .whole import decode_image as decode_whole
+
+log = logging.getLogger("hil.baseline")
 
 
 class DigitalDecoder:
@@ -49,8 +53,22 @@ class DigitalDecoder:
         mi, _codec = parse_scheme(got[0].header.scheme)
         if mi not in self.whole:
             self.whole[mi] = WholeCodec(mi)
-        blocks = self.whole[mi].decode_frames([(e.symbols, e.symbol_gain) for e in got])
-        img, intact = decode_whole(assemble([b for bs in blocks for b in bs]), got[0].header.shape)
+        wc = self.whole[mi]
+        blocks = wc.decode_frames([(e.symbols, e.symbol_gain) for e in got])
+        a = assemble([b for bs in blocks for b in bs])
+        img, intact = decode_whole(a, got[0].header.shape)
+        words = sum(len(wc.codec(len(e.symbols)).segments) for e in got)
+        log.info(
+            "item %d: %d of %d frames, %d of %d codewords decoded, %d of %d bytes missing%s",
+            got[0].header.item_id,
+            len(got),
+            len(evs),
+            sum(len(bs) for bs in blocks),
+            words,
+            a.missing,
+            a.length,
+            "" if intact else ": not intact",
+        )
         return Decoded(got[0], got, torch.from_numpy(img), intact, len(evs) - len(got))
 
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
