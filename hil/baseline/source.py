@@ -108,7 +108,10 @@ def fit(img8: np.ndarray, codec: str, max_bytes: int) -> bytes | None:
 
 def fit_many(img8: np.ndarray, codec: str, budgets: list[int]) -> list[bytes | None]:
     """``fit`` for several byte budgets at once, each quality encoded at most once (a whole
-    photograph's AVIF takes seconds)."""
+    photograph's AVIF takes seconds).
+
+    img8: [H, W, 3] uint8; returns one bitstream (or None) per budget, in order.
+    """
     memo: dict[int, bytes] = {}
 
     def at(q: int) -> bytes:
@@ -150,7 +153,11 @@ def best_fit(img: np.ndarray, max_bytes: int, codecs=CODECS) -> tuple[int, bytes
 
 
 def best_fits(img: np.ndarray, budgets: list[int], codecs=CODECS) -> list[tuple[int, bytes] | None]:
-    """``best_fit`` for several byte budgets at once (each codec's qualities encoded once)."""
+    """``best_fit`` for several byte budgets at once (each codec's qualities encoded once).
+
+    img: [3, H, W] real in [0, 1] (any float dtype); returns one (codec index, bitstream) or
+    None per budget, in order.
+    """
     img8 = to_uint8(img)
     ref = img8.astype(np.float32).transpose(2, 0, 1) / 255.0
     best: list[tuple[float, int, bytes] | None] = [None] * len(budgets)
