@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None)
     a = p.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from hil.transport import free_tcp_endpoint
+    from hil.transport import free_tcp_endpoints
 
     out = Path(a.out or tempfile.mkdtemp(prefix="hil-soak-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     if "[radio.sim]" in text and "paced" not in text:
         text = text.replace("[radio.sim]", "[radio.sim]\npaced = true", 1)
     prof.write_text(text)
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
     def start(name, *args):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..radio.ad9363 import same_rate
-from ..transport import free_tcp_endpoint
+from ..transport import free_tcp_endpoints
 from .common import add_whole_image_args, items, resolve_checkpoint, setup_logging
 
 
@@ -119,7 +119,7 @@ def run_link(a) -> tuple[int, dict, Path]:
         from ..radio.config import resolve_profile
 
         profile = str(resolve_profile(profile))  # a clear error here, not in a child process
-    ep_tx, ep_rx, ep_ctrl, ep_tel = (free_tcp_endpoint() for _ in range(4))
+    ep_tx, ep_rx, ep_ctrl, ep_tel, ep_view, ep_settings, ep_truth = free_tcp_endpoints(7)
     ckpt = str(resolve_checkpoint(a.checkpoint))
     if profile:
         _check_rates(profile, ckpt)
@@ -166,7 +166,6 @@ def run_link(a) -> tuple[int, dict, Path]:
         out / "rx.ready",
     )
     if a.dashboard:
-        ep_view = free_tcp_endpoint()
         rx_cmd += ["--telemetry", ep_view]
         dash_cmd = _cmd(
             "dashboard",
@@ -174,11 +173,9 @@ def run_link(a) -> tuple[int, dict, Path]:
             *("--port", a.dashboard_port, "--url-file", out / "dashboard.url"),
         )
         if a.dashboard_control:
-            ep_settings = free_tcp_endpoint()
             radio_cmd += ["--settings", ep_settings]
             dash_cmd += ["--control", ep_settings]
     if a.record:
-        ep_truth = free_tcp_endpoint()
         rx_cmd += ["--record", str(a.record), "--truth", ep_truth]
         radio_cmd += ["--truth", ep_truth]  # the radio's settings (and on the sim, per-burst truth)
     tx_cmd = _cmd(
@@ -228,8 +225,13 @@ def run_link(a) -> tuple[int, dict, Path]:
             bad = [n for n, p in procs.items() if p.poll() not in (None, 0)]
             if bad:
                 for n in bad:
+                    logs[n].flush()
                     log.error(
-                        "%s exited with %s (log: %s)", n, procs[n].returncode, out / f"{n}.log"
+                        "%s exited with %s (log: %s); it ended with:\n%s",
+                        n,
+                        procs[n].returncode,
+                        out / f"{n}.log",
+                        _tail(out / f"{n}.log"),
                     )
                 rc = 1
                 break
@@ -279,6 +281,15 @@ def run_link(a) -> tuple[int, dict, Path]:
     except Exception as exc:
         log.error("report plots failed: %s", exc)
     return rc, summary, out
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a child's log (a traceback, usually), for the error that names it."""
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        return f"(unreadable: {exc})"
+    return "\n".join("  | " + ln for ln in text[-lines:])
 
 
 def write_report(out: Path, summary: dict, a) -> None:

@@ -67,9 +67,23 @@ def check_bind(endpoint: str, allow_remote: bool = False, authenticated: bool = 
 
 def free_tcp_endpoint(host: str = "127.0.0.1") -> str:
     """A currently free loopback TCP port (for tests and ``hil link``)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return f"tcp://{host}:{s.getsockname()[1]}"
+    return free_tcp_endpoints(1, host)[0]
+
+
+def free_tcp_endpoints(n: int, host: str = "127.0.0.1") -> list[str]:
+    """``n`` currently free loopback TCP ports, all different: each is held until all are
+    chosen (ports picked one by one and released may repeat, and one process's two binds to
+    one port fail)."""
+    held = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            held.append(s)
+            s.bind((host, 0))
+        return [f"tcp://{host}:{s.getsockname()[1]}" for s in held]
+    finally:
+        for s in held:
+            s.close()
 
 
 def make_socket(

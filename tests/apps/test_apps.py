@@ -1,6 +1,7 @@
 """The processes: in-process main() calls, and one end-to-end run of the real processes."""
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -221,3 +222,13 @@ def test_frames_cut_by_drops_are_reported_not_mis_decoded(tmp_path):
     assert c["cut"] + c["missed"] > 0 and s["receiver"]["resyncs"] > 0
     assert all(r["psnr_db"] > 20 for r in s["per_frame"] if r["status"] == "decoded")
     assert c["decoded"] + c["cut"] + c["missed"] + c["header_failed"] == 12
+
+
+def test_link_names_why_a_child_failed(tmp_path, caplog):
+    """A child process that fails: the link stops, and its error says what the child said."""
+    rc = link.main(
+        ["--count", "2", "--dataset", f"folder:{tmp_path / 'nowhere'}", "--out", str(tmp_path)]
+    )
+    assert rc == 1
+    err = [r.getMessage() for r in caplog.records if "exited with" in r.getMessage()]
+    assert err and re.match(r"(tx|rx) exited with 2", err[0]) and "does not exist" in err[0]

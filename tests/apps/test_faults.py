@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hil.transport import free_tcp_endpoint
+from hil.transport import free_tcp_endpoints
 
 from .trio import run_trio
 
@@ -113,7 +113,7 @@ def _wait_decoded(path, n, timeout=60):
 
 @pytest.mark.slow
 def test_radio_killed_and_restarted_mid_run(tmp_path):
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     radio = _radio_args(tmp_path, ep_tx, ep_rx)
     with _Procs(tmp_path) as procs:
         procs.start("radio1", *radio)
@@ -143,7 +143,7 @@ def test_radio_killed_and_restarted_mid_run(tmp_path):
 
 @pytest.mark.slow
 def test_tx_killed_and_restarted_rx_carries_on(tmp_path):
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     tx = _paced_tx_args(ep_tx, ep_ctrl)
     with _Procs(tmp_path) as procs:
         procs.start("radio", *_radio_args(tmp_path, ep_tx, ep_rx))
@@ -169,7 +169,7 @@ def test_tx_killed_and_restarted_rx_carries_on(tmp_path):
 
 @pytest.mark.slow
 def test_rx_killed_and_restarted_resumes_on_next_frame(tmp_path):
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     with _Procs(tmp_path) as procs:
         procs.start("radio", *_radio_args(tmp_path, ep_tx, ep_rx))
         procs.start("rx1", *_rx_args(ep_rx, ep_ctrl, tmp_path / "s1.json"))
@@ -256,7 +256,7 @@ def test_slow_receiver_slows_the_sim_pipeline_with_bounded_queues(tmp_path):
     prof.write_text(
         '[radio]\nbackend = "sim"\nrx_buffer_size = 4096\n[radio.sim]\nchannel = "awgn"\n'
     )
-    ep_tx, ep_rx, ep_tel = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_tel = free_tcp_endpoints(3)
     t = threading.Thread(
         target=radio.main,
         daemon=True,

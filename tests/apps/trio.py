@@ -5,7 +5,7 @@ import threading
 from pathlib import Path
 
 from hil.apps import radio, rx, tx
-from hil.transport import free_tcp_endpoint
+from hil.transport import free_tcp_endpoints
 
 CLEAN = str(Path(__file__).resolve().parents[2] / "firmware_configs/sim_clean.toml")
 
@@ -22,7 +22,7 @@ def run_trio(
 ):
     """-> ({process: exit code}, the receiver's summary). ``radio_args`` picks the backend
     (default: the clean sim profile); ``idle_timeout`` None keeps rx's own default."""
-    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoint(), free_tcp_endpoint(), free_tcp_endpoint()
+    ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     summary = tmp_path / "s.json"
     results = {}
     radio_argv = [*radio_args, "--tx", ep_tx, "--rx", ep_rx, *radio_extra]

@@ -19,7 +19,7 @@ import zmq
 
 from hil.dashboard.server import Dashboard, State
 from hil.dashboard.tap import TOPIC_RADIO, TOPIC_RX, Spectrum, Tap, points
-from hil.transport.sockets import free_tcp_endpoint
+from hil.transport.sockets import free_tcp_endpoint, free_tcp_endpoints
 from tests.needs import module, tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,7 +222,7 @@ def test_a_stalled_page_does_not_hold_up_another(served):
 def controlled(tmp_path):
     """A sim ``hil radio --settings`` (its RX stream drained here) and a dashboard with
     ``--control`` on that endpoint and the radio's telemetry."""
-    ep_tx, ep_rx, ep_tel, ep_set = (free_tcp_endpoint() for _ in range(4))
+    ep_tx, ep_rx, ep_tel, ep_set = free_tcp_endpoints(4)
     radio = subprocess.Popen(
         [
             *(sys.executable, "-m", "hil.cli", "radio", "--tx", ep_tx, "--rx", ep_rx),

@@ -11,7 +11,7 @@ from sigmf import SigMFFile
 
 from hil.apps import link, replay, rx
 from hil.record import SigMFReader, SigMFWriter, UnsupportedRecording
-from hil.transport import free_tcp_endpoint
+from hil.transport import free_tcp_endpoint, free_tcp_endpoints
 
 
 def _x(n, seed=0):
@@ -204,7 +204,7 @@ def test_hil_record_captures_a_radio_for_n_frames(tmp_path):
     """`hil record` against a running radio process: stops after --frames, annotates what it saw."""
     from hil.apps import record, tx
 
-    ep_tx, ep_rx, ep_ctrl, ep_truth = (free_tcp_endpoint() for _ in range(4))
+    ep_tx, ep_rx, ep_ctrl, ep_truth = free_tcp_endpoints(4)
     import subprocess
     import sys
 
@@ -270,7 +270,7 @@ def test_replay_feeds_the_live_view_as_it_was_seen_live(recorded, tmp_path):
     from hil.dashboard.server import State
 
     d, live = recorded
-    ep, tel = free_tcp_endpoint(), free_tcp_endpoint()
+    ep, tel = free_tcp_endpoints(2)
     state = State()
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB)

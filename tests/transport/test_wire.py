@@ -17,6 +17,7 @@ from hil.transport import (
     decode_raw,
     encode,
     free_tcp_endpoint,
+    free_tcp_endpoints,
     is_loopback,
     make_socket,
     recv_json,
@@ -350,3 +351,13 @@ def test_zmq_frames_decode_like_bytes():
     assert m.header == SampleHeader(0, 9, 0, 1e6, 0.0, 0, 6)
     np.testing.assert_array_equal(m.samples, x)
     np.testing.assert_array_equal(decode_raw(zmq.Frame(x.tobytes())), x)
+
+
+def test_free_tcp_endpoints_are_distinct_and_bindable():
+    eps = free_tcp_endpoints(16)
+    assert len(set(eps)) == 16 and all(e.startswith("tcp://127.0.0.1:") for e in eps)
+    ctx = zmq.Context()
+    socks = [make_socket(ctx, zmq.PULL, e, bind=True) for e in eps]  # all at once: none taken
+    for s in socks:
+        s.close(0)
+    ctx.term()
