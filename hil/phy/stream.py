@@ -89,7 +89,7 @@ class FrameReceiver:
         cfg: OfdmConfig | None = None,
         receiver: OfdmReceiver | None = None,
         max_payload: int = 1 << 16,
-        threshold: float = 0.3,
+        threshold: float = 0.1,
         lts_threshold: float = 0.35,
         dc_block: bool = True,
     ):
