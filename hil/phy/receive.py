@@ -12,8 +12,9 @@ Input: samples starting at the first sample of the long training field
 2. LS channel estimate on the used subcarriers from the averaged long training
    symbols, noise variance from their difference, optional LMMSE smoothing
    with a uniform power-delay profile over the CP (van de Beek et al. 1995);
-3. per-symbol common phase error and sampling-offset (linear phase across
-   subcarriers) tracking from the pilots (weighted least squares);
+3. common phase error and sampling-offset (linear phase across subcarriers)
+   tracking from the pilots (weighted least squares per symbol), over the whole
+   frame: a residual-CFO ramp plus smoothed phase noise, a timing line;
 4. ZF or MMSE equalisation of header and payload;
 5. SNR estimate Es/N0 per complex time-domain sample, EVM on the pilots,
    header log-likelihood ratios.
@@ -71,6 +72,15 @@ def _abs2(x: Tensor) -> Tensor:
     return x.real**2 + x.imag**2
 
 
+def line_fit(y: Tensor) -> Tensor:
+    """y: [B, S] real -> [B, S] its least-squares straight line over the index s (a timing
+    offset plus a sampling-frequency drift, seen through noisy per-symbol estimates)."""
+    s = y.shape[-1]
+    t = torch.arange(s, device=y.device, dtype=y.dtype) - (s - 1) / 2
+    slope = (y * t).sum(-1, keepdim=True) / (t**2).sum()
+    return y.mean(-1, keepdim=True) + slope * t
+
+
 class OfdmReceiver(nn.Module):
     """Estimate, track and equalise one frame per batch row.
 
@@ -78,7 +88,12 @@ class OfdmReceiver(nn.Module):
         cfg: numerology.
         equalizer: "mmse" or "zf".
         smoothing: "none" or "lmmse" channel-estimate smoothing.
-        track: per-symbol pilot phase/timing tracking.
+        track: pilot phase/timing tracking.
+        smooth_tracking: track over the whole frame (the common phase as a residual-CFO
+            ramp plus smoothed oscillator phase noise, the timing slope as a line over the
+            symbols) rather than each symbol from its own four pilots, which is noisy at and
+            below 0 dB.
+        phase_noise_hz: oscillator linewidth (Wiener model) the phase smoother assumes.
         estimate_cfo: estimate and remove residual CFO from the long training field.
     """
 
@@ -89,6 +104,8 @@ class OfdmReceiver(nn.Module):
         smoothing: str = "lmmse",
         track: bool = True,
         estimate_cfo: bool = True,
+        smooth_tracking: bool = True,
+        phase_noise_hz: float = 100.0,
     ):
         super().__init__()
         if equalizer not in ("mmse", "zf"):
@@ -98,6 +115,11 @@ class OfdmReceiver(nn.Module):
         self.cfg = cfg = cfg or OfdmConfig()
         self.equalizer, self.smoothing = equalizer, smoothing
         self.track, self.estimate_cfo = bool(track), bool(estimate_cfo)
+        self.smooth_tracking = bool(smooth_tracking)
+        if not phase_noise_hz > 0:
+            raise ValueError(f"phase_noise_hz must be > 0, got {phase_noise_hz}")
+        # random-walk phase variance per OFDM symbol: 2 pi linewidth T_symbol
+        self.q_phase = 2 * math.pi * phase_noise_hz * cfg.symbol_len / cfg.sample_rate_hz
         self.a = carrier_scale(cfg)
         used = cfg.bins(cfg.used)
         self.register_buffer("used_bins", torch.as_tensor(used), persistent=False)
@@ -126,6 +148,50 @@ class OfdmReceiver(nn.Module):
         self.register_buffer("r_u", torch.as_tensor(u), persistent=False)
 
     # ------------------------------------------------------------------ steps
+    def phase_kernel(self, var: Tensor, s: int) -> Tensor:
+        """The phase smoother's weights: var [B] real, one symbol's common-phase estimate
+        variance (rad^2) -> [B, S, S] real, rho^|i - j| with rho from the model's
+        signal-to-noise ratio lambda = q / var (q: the random walk's step variance): the
+        optimal two-sided exponential smoother of a random walk in white noise."""
+        lam = self.q_phase / var.clamp_min(1e-12)
+        rho = (1 + lam / 2 - torch.sqrt(lam + lam**2 / 4)).clamp_min(1e-30)  # [B] in (0, 1)
+        idx = torch.arange(s, device=var.device, dtype=var.dtype)
+        dist = (idx[:, None] - idx[None, :]).abs()
+        return rho[:, None, None] ** dist[None]
+
+    def smoothed_phase_error(self, err: Tensor, var: Tensor) -> Tensor:
+        """What the whole-frame tracker makes of per-symbol phase errors, linearised (small
+        errors): err [B, S] real, white per-symbol estimate errors of variance var [B] ->
+        [B, S] real, the tracker's remaining error (ramp from the end-to-end difference,
+        the rest smoothed). For the training surrogate, which draws err."""
+        s = err.shape[1]
+        idx = torch.arange(s, device=err.device, dtype=err.dtype)
+        ramp = (err[:, -1] - err[:, 0]) / (s - 1)  # the mean of adjacent differences
+        kern = self.phase_kernel(var, s)
+        kern = kern / kern.sum(-1, keepdim=True)
+        rest = err - ramp[:, None] * idx
+        return (kern @ rest[..., None])[..., 0] + ramp[:, None] * idx
+
+    def _smooth_phase(self, zs: Tensor, n0: Tensor, hp: Tensor) -> Tensor:
+        """Common phase error per symbol from the pilots of the whole frame, not one symbol's.
+
+        zs: [B, S] complex, each symbol's MRC-combined pilot observation; returns [B, S] real
+        radians. The phase is modelled as a residual-CFO ramp plus a random walk (oscillator
+        phase noise of linewidth ``phase_noise_hz``) observed in white noise: the ramp comes
+        from all adjacent symbol pairs, and what is left is smoothed by the optimal two-sided
+        exponential smoother of that model (``phase_kernel``), whose width grows as the SNR
+        falls (one symbol at high SNR, several at 0 dB, where one symbol's four pilots give
+        +-0.3 rad).
+        """
+        s = zs.shape[1]
+        rdt = zs.real.dtype
+        ramp = torch.angle((zs[:, 1:] * torch.conj(zs[:, :-1])).sum(-1))  # [B] rad per symbol
+        idx = torch.arange(s, device=zs.device, dtype=rdt)
+        zr = zs * torch.polar(torch.ones_like(idx), -ramp[:, None] * idx).to(zs.dtype)
+        var = n0 / (2 * self.a**2 * _abs2(hp).sum(-1)).clamp_min(1e-30)  # [B]
+        zsm = (self.phase_kernel(var.to(rdt), s).to(zs.dtype) @ zr[..., None])[..., 0]
+        return torch.angle(zsm) + ramp[:, None] * idx
+
     def _cfo(self, x: Tensor) -> Tensor:
         c, n = self.cfg, self.cfg.fft_size
         a = x[:, c.lts_cp : c.lts_cp + n]
@@ -206,12 +272,17 @@ class OfdmReceiver(nn.Module):
         k = torch.where(k >= c.fft_size // 2, k - c.fft_size, k)  # signed subcarrier of each bin
         if self.track:
             z = yp * torch.conj(hp)[:, None, :] * pv[None]
-            phi = torch.angle(z.sum(-1))  # common phase error [B, S]
+            if self.smooth_tracking and n_sym > 1:
+                phi = self._smooth_phase(z.sum(-1), n0, hp)  # common phase error [B, S]
+            else:
+                phi = torch.angle(z.sum(-1))
             rot = torch.polar(torch.ones_like(phi), -phi).to(x.dtype)
             resid = torch.angle(z * rot[..., None])  # [B, S, P]
             w = _abs2(hp)[:, None, :].to(rdt)
             pk = self.pilot_k.to(rdt)
             beta = (w * pk * resid).sum(-1) / (w * pk**2).sum(-1).clamp_min(1e-30)
+            if self.smooth_tracking and n_sym > 2:
+                beta = line_fit(beta)
             th = -(phi[..., None] + beta[..., None] * k.to(rdt))  # [B, S, N]
             grid = grid * torch.polar(torch.ones_like(th), th).to(x.dtype)
         hn = h[:, None, :]

@@ -19,7 +19,8 @@ surrogate draws exactly that:
   reports it;
 - the phase errors the pilot tracking leaves: per OFDM symbol a common phase
   and a phase slope across subcarriers, Gaussian with the variances of the
-  receiver's weighted least-squares estimates from the pilots.
+  receiver's weighted least-squares estimates from the pilots, then smoothed
+  over the frame as the receiver's tracker smooths its estimates (linearised).
 
 What it leaves out (the PHY figures say these are small inside the profiles it
 accepts): the residual CFO after the Moose estimate (inter-carrier
@@ -41,7 +42,7 @@ from torch import Tensor, nn
 from ..channel.awgn import AWGN
 from ..channel.multipath import TappedDelayLine
 from .numerology import OfdmConfig
-from .receive import OfdmReceiver, RxResult
+from .receive import OfdmReceiver, RxResult, line_fit
 
 SUPPORTED = ("multipath", "cfo", "awgn")
 
@@ -81,7 +82,9 @@ class ReceiverSurrogate(nn.Module):
         if len(mp) > 1 or len(aw) != 1:
             raise ValueError("the surrogate needs one awgn stage and at most one multipath stage")
         self.multipath = (
-            TappedDelayLine.from_config({k: v for k, v in mp[0].items() if k not in ("kind", "name")})
+            TappedDelayLine.from_config(
+                {k: v for k, v in mp[0].items() if k not in ("kind", "name")}
+            )
             if mp
             else None
         )
@@ -112,7 +115,9 @@ class ReceiverSurrogate(nn.Module):
         precision: symbols [B, k], h [B, N], n0/snr_db [B], symbol_gain [B, k];
         cfo_norm and evm_pilots [B] zeros, header_llr [B, 0], pilots None."""
         if not torch.is_complex(symbols) or symbols.dim() != 2:
-            raise ValueError(f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}")
+            raise ValueError(
+                f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}"
+            )
         c, rx = self.cfg, self.rx
         b, n_pay = symbols.shape
         dt, dev = symbols.dtype, symbols.device
@@ -151,12 +156,21 @@ class ReceiverSurrogate(nn.Module):
         # the phase errors pilot tracking leaves per OFDM symbol: its common phase and its
         # phase slope across subcarriers (the sampling-offset term), both weighted least
         # squares on the pilots, so var = 1 / (2 sum_p SNR_p) and 1 / (2 sum_p SNR_p k_p^2)
+        # (the tracker runs over header and payload symbols; with smooth_tracking its
+        # per-symbol estimates are smoothed, and the same smoothing is applied to the draws)
         p_snr = a**2 * _abs2(h_true[:, rx.pilot_bins]) / n0[:, None]  # [B, P]
         pk = rx.pilot_k.to(rdt)
-        phi = torch.randn(b, s_pay, 1, generator=generator, dtype=rdt, device=dev)
-        phi = phi / torch.sqrt(2 * p_snr.sum(-1).clamp_min(1e-6))[:, None, None]
-        beta = torch.randn(b, s_pay, 1, generator=generator, dtype=rdt, device=dev)
-        beta = beta / torch.sqrt(2 * (p_snr * pk**2).sum(-1).clamp_min(1e-6))[:, None, None]
+        n_sym = c.header_symbols + s_pay
+        var_phi = 1 / (2 * p_snr.sum(-1).clamp_min(1e-6))  # [B]
+        phi = torch.randn(b, n_sym, generator=generator, dtype=rdt, device=dev)
+        phi = phi * torch.sqrt(var_phi)[:, None]
+        beta = torch.randn(b, n_sym, generator=generator, dtype=rdt, device=dev)
+        beta = beta / torch.sqrt(2 * (p_snr * pk**2).sum(-1).clamp_min(1e-6))[:, None]
+        if rx.smooth_tracking:
+            phi = rx.smoothed_phase_error(phi, var_phi)
+            beta = line_fit(beta)
+        phi = phi[:, c.header_symbols :, None]
+        beta = beta[:, c.header_symbols :, None]
         kd = self.signed_k.to(device=dev, dtype=rdt)[rx.data_bins]
         th = phi + beta * kd
         y = y * torch.polar(torch.ones_like(th), th).to(dt)
