@@ -270,7 +270,9 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
                 )
                 if len(tried) > 1 and p < tried[-2][0]:
                     break
-            best.append(max(tried))
+            # ties (every MCS failed: all grey) go to the most robust MCS, so that the next
+            # SNR's search starts low enough to find the one that works
+            best.append(max(tried, key=lambda t: (t[0], -t[1])))
             start = best[-1][1]
         shown["snr"][chan] = (jscc, [p for p, _ in best])
         print(f"| {chan} | JSCC tiles32 | " + " | ".join(f"{v:.2f}" for v in jscc) + " |")
@@ -315,7 +317,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
             found.append((dig.scores(air, chan, mi, a.loss_snr)[0], mi))
             if len(found) > 1 and found[-1][0] < found[-2][0]:
                 break
-        _, mi = max(found)
+        _, mi = max(found, key=lambda t: (t[0], -t[1]))
         frames = dig.received(air, mi, a.loss_snr)
         row, values = [], []
         for lp in losses:
