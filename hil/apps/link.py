@@ -221,18 +221,24 @@ def run_link(a) -> tuple[int, dict, Path]:
         procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
         deadline = t0 + a.timeout
         # wait for tx and rx; if any process dies with an error, stop the others at once
+        reported: set[str] = set()
+
+        def report_failed() -> bool:
+            bad = [n for n, p in procs.items() if p.poll() not in (None, 0) and n not in reported]
+            for n in bad:
+                logs[n].flush()
+                log.error(
+                    "%s exited with %s (log: %s); it ended with:\n%s",
+                    n,
+                    procs[n].returncode,
+                    out / f"{n}.log",
+                    _tail(out / f"{n}.log"),
+                )
+                reported.add(n)
+            return bool(bad)
+
         while any(procs[n].poll() is None for n in ("tx", "rx")):
-            bad = [n for n, p in procs.items() if p.poll() not in (None, 0)]
-            if bad:
-                for n in bad:
-                    logs[n].flush()
-                    log.error(
-                        "%s exited with %s (log: %s); it ended with:\n%s",
-                        n,
-                        procs[n].returncode,
-                        out / f"{n}.log",
-                        _tail(out / f"{n}.log"),
-                    )
+            if report_failed():
                 rc = 1
                 break
             if time.monotonic() > deadline:
@@ -240,10 +246,9 @@ def run_link(a) -> tuple[int, dict, Path]:
                 rc = 1
                 break
             time.sleep(0.1)
-        for name in ("tx", "rx"):
-            code = procs[name].poll()
-            if code not in (None, 0):
-                rc = rc or 1
+        # both may have ended between two polls: what failed is still named
+        if report_failed() or reported:
+            rc = rc or 1
         if a.dashboard and a.dashboard_hold > 0 and procs["dashboard"].poll() is None:
             log.info("holding the dashboard for %.0f s", a.dashboard_hold)
             time.sleep(a.dashboard_hold)
