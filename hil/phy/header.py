@@ -5,8 +5,9 @@ fingerprint 8 bytes, payload_len u32 (complex symbols in this frame),
 channels u8, height u16, width u16, chunk_index u16, chunk_count u16,
 CRC-32 (zlib) over everything before it.
 
-Coded with the K=7 rate-1/2 convolutional code, block-interleaved, BPSK on
-the data subcarriers of ``OfdmConfig.header_symbols`` OFDM symbols.
+Coded with the K=7 rate-1/2 convolutional code, interleaved across subcarriers
+(``coding.interleaver``), BPSK on the data subcarriers of
+``OfdmConfig.header_symbols`` OFDM symbols.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from .coding import conv_encode, interleaver, invert_hard, viterbi_decode
 from .numerology import OfdmConfig
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _FMT = ">BBII8sIBHHHH"
 BODY_LEN = struct.calcsize(_FMT)
 HEADER_LEN = BODY_LEN + 4
@@ -139,7 +140,7 @@ def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
     bits = np.unpackbits(np.frombuffer(header.pack(), np.uint8))
     coded = conv_encode(bits)
     out = np.zeros(coded_bits_capacity(cfg), np.uint8)
-    out[interleaver(n)] = coded
+    out[interleaver(n, cfg.n_data)] = coded
     return out
 
 
@@ -160,7 +161,7 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
         raise ValueError(f"expected [B, {coded_bits_capacity(cfg)}] header LLRs, got {llr.shape}")
     # erasures for non-finite values; beyond +-1e6 an LLR carries no more information,
     # and clipping keeps the path metrics finite
-    llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n)]
+    llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n, cfg.n_data)]
     out = np.empty((llr.shape[0], HEADER_BITS), np.uint8)
     slow = []
     for i in range(llr.shape[0]):

@@ -146,9 +146,21 @@ def test_conv_code_round_trip_and_corrects_errors(rng):
     np.testing.assert_array_equal(viterbi_decode(llr), bits)
 
 
-def test_interleaver_is_a_permutation():
+def test_interleaver_spreads_bits_across_subcarriers():
     p = interleaver(572)
-    assert sorted(p.tolist()) == list(range(572))
+    assert len(set(p.tolist())) == 572 and p.min() >= 0 and p.max() < 576  # into 12 x 48
+    sym, k = p // 48, p % 48
+    for s in range(11):  # each full symbol: 48 consecutive bits, every data index once
+        assert sorted(k[sym == s].tolist()) == list(range(48))
+        assert (sym[48 * s : 48 * s + 48] == s).all()
+    gap = np.abs(np.diff(k[:48]))
+    assert np.minimum(gap, 48 - gap).min() == 7  # neighbours 7 data subcarriers apart
+    for lag in range(1, 7):  # bits up to 6 apart: >= 6 subcarriers apart
+        d = np.abs(k[lag:48] - k[: 48 - lag])
+        assert np.minimum(d, 48 - d).min() >= 6, lag
+    assert interleaver(100, 49).tolist()[:3] == [0, 8, 16]  # 7 divides 49: stride 8
+    with pytest.raises(ValueError):
+        interleaver(0)
 
 
 def test_viterbi_batch_equals_single(rng):
@@ -243,8 +255,8 @@ def test_unpack_error_messages_are_exact():
         Header.unpack(good[:-1] + bytes([good[-1] ^ 1]))
     assert str(e.value) == "header CRC mismatch"
     with pytest.raises(HeaderError) as e:
-        Header.unpack(_hdr(version=2).pack())
-    assert str(e.value) == "header format version 2, this receiver speaks 1"
+        Header.unpack(_hdr(version=1).pack())
+    assert str(e.value) == "header format version 1, this receiver speaks 2"
 
 
 def test_headers_whose_crc_has_the_top_bit_set_are_accepted(monkeypatch):
@@ -286,7 +298,7 @@ def test_to_dict():
         "chunk_index": 1,
         "chunk_count": 4,
         "scheme": 3,
-        "version": 1,
+        "version": 2,
     }
 
 
@@ -297,8 +309,10 @@ def test_header_bits_and_symbols_are_exact():
     bits = encode_header_bits(h, CFG)
     assert bits.dtype == np.uint8 and bits.shape == (CFG.header_symbols * CFG.n_data,)
     coded = conv_encode(np.unpackbits(np.frombuffer(h.pack(), np.uint8)))
-    np.testing.assert_array_equal(bits[interleaver(572)], coded)
-    assert not bits[572:].any()  # zero padding up to the capacity
+    p = interleaver(572)
+    np.testing.assert_array_equal(bits[p], coded)
+    pad = np.setdiff1d(np.arange(bits.size), p)
+    assert pad.size == 4 and not bits[pad].any()  # zero padding up to the capacity
     sym = header_symbols(h, CFG)
     assert sym.shape == (CFG.header_symbols, CFG.n_data)
     np.testing.assert_array_equal(sym.ravel(), np.where(bits == 1, -1.0, 1.0))
@@ -473,14 +487,14 @@ def test_repetition_reference_code():
     np.testing.assert_array_equal(repetition_decode(llr, times=3), [1, 0])
 
 
-def test_interleaver_writes_rows_and_reads_columns():
-    from hil.phy.coding import interleaver
+def test_interleaver_definition_small():
+    from hil.phy.coding import interleaver, interleaver_step
 
-    np.testing.assert_array_equal(interleaver(7, cols=3), [0, 3, 6, 1, 4, 2, 5])
-    np.testing.assert_array_equal(interleaver(6, cols=3), [0, 3, 1, 4, 2, 5])
-    p = interleaver(40)  # default 16 columns, the last row partly filled
-    np.testing.assert_array_equal(p[:6], [0, 16, 32, 1, 17, 33])
-    np.testing.assert_array_equal(p[-4:], [14, 30, 15, 31])
+    # n_data 10: stride 7, bit i -> 10 (i // 10) + 7 i mod 10
+    np.testing.assert_array_equal(interleaver(13, 10), [0, 7, 4, 1, 8, 5, 2, 9, 6, 3, 10, 17, 14])
+    assert [interleaver_step(d) for d in (48, 49, 14, 52, 1)] == [7, 8, 9, 7, 7]
+    p = interleaver(40)  # default 48 data subcarriers, one partial symbol
+    np.testing.assert_array_equal(p[:8], [0, 7, 14, 21, 28, 35, 42, 1])
 
 
 def test_code_takes_bits_of_any_dtype():

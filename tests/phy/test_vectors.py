@@ -205,17 +205,10 @@ def spec_conv(bits: list[int]) -> list[int]:
 
 
 def spec_interleave(coded: list[int], capacity: int) -> list[int]:
-    """Write columns of a 16-column matrix (skipping cells past the end), read rows."""
-    n = len(coded)
-    rows = -(-n // 16)
-    full_cols = n % 16 or 16  # columns that reach the last row
+    """Coded bit i to position 48 (i // 48) + (7 i) mod 48; the positions left are 0."""
     out = [0] * capacity
-    i = 0
-    for c in range(16):
-        for r in range(rows if c < full_cols else rows - 1):
-            out[16 * r + c] = coded[i]
-            i += 1
-    assert i == n
+    for i, bit in enumerate(coded):
+        out[48 * (i // 48) + (7 * i) % 48] = bit
     return out
 
 
@@ -285,7 +278,9 @@ def test_interleaver_definition():
     coded = list(range(572))
     out = spec_interleave(coded, 576)
     assert [out[p] for p in perm] == coded
-    assert out[572:] == [0, 0, 0, 0]
+    padding = sorted(set(range(576)) - set(perm.tolist()))
+    assert padding == [548, 555, 562, 569]  # header symbol 11, data indices 20, 27, 34, 41
+    assert all(out[p] == 0 for p in padding)
 
 
 # --------------------------------------------------------------------- 3. receiver
