@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""PHY figures: detection and header success vs SNR, header code comparison,
-payload MSE vs the perfect-CSI equaliser, PAPR clipping, receiver throughput.
+"""PHY figures: frame overhead, detection and header success vs SNR (AWGN and the
+two-Pluto profile), header code comparison, payload MSE vs the perfect-CSI
+equaliser, PAPR clipping, receiver throughput.
 
 Usage:
     python scripts/bench_phy.py            # everything (a few minutes on 2 cores)
     python scripts/bench_phy.py --quick    # fewer frames
-    python scripts/bench_phy.py --only detection,header,mse,papr,throughput
+    python scripts/bench_phy.py --only overhead,detection,header,mse,papr,throughput
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 
 from hil.channel import ChannelChain, profile
 from hil.phy import (
+    MAX_PAYLOAD,
     FrameBuilder,
     FrameReceiver,
     Header,
@@ -138,6 +140,24 @@ def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10):
             f"| {snr:g} | {100 * det / n_frames:.2f} % | {100 * ok / n_frames:.2f} % | {fa} | "
             f"{med} | {low} |",
             flush=True,
+        )
+
+
+def overhead() -> None:
+    """Airtime of preamble and header against the payload, per frame kind."""
+    print("\n## Frame overhead (airtime, samples at the PHY rate)\n")
+    print("| frame | payload symbols | preamble | header | payload | preamble + header |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    kinds = [
+        ("one 32x32 tile, k/n = 1/6", 512),
+        (f"whole photograph (MAX_PAYLOAD = {MAX_PAYLOAD})", MAX_PAYLOAD),
+    ]
+    for name, k in kinds:
+        total = CFG.frame_len(k)
+        pay = CFG.payload_symbols(k) * CFG.symbol_len
+        print(
+            f"| {name} | {k} | {CFG.preamble_len} | {CFG.header_len} | {pay} | "
+            f"{100 * (total - pay) / total:.1f} % |"
         )
 
 
@@ -399,11 +419,13 @@ def main(argv=None):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", default="detection,header,mse,papr,throughput")
+    p.add_argument("--only", default="overhead,detection,header,mse,papr,throughput")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     only = set(a.only.split(","))
     q = a.quick
+    if "overhead" in only:
+        overhead()
     if "detection" in only:
         detection(300 if q else 2000, [-3, -2, -1, 0, 1, 2, 4, 6, 10, 20])
         detection_two_pluto(200 if q else 1000, [-2, -1, 0, 1, 2, 4, 6, 10])
