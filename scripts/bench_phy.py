@@ -31,11 +31,12 @@ from hil.phy import (
 )
 from hil.phy.coding import (
     conv_encode,
+    list_viterbi_decode,
     repetition_decode,
     repetition_encode,
     viterbi_decode,
 )
-from hil.phy.header import HEADER_LEN
+from hil.phy.header import HEADER_LEN, HEADER_LIST
 from hil.phy.ofdm import demodulate
 
 CFG = OfdmConfig()
@@ -93,13 +94,18 @@ def _impair_two_pluto(x, snr_db, delay, seed):
     return y.y[0].numpy()
 
 
-def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10):
+def _decoder(header_list: int) -> str:
+    return "plain Viterbi" if header_list == 1 else f"list Viterbi, {header_list} paths"
+
+
+def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10, header_list=HEADER_LIST):
     """Frames delivered on the two-Pluto profile, against the nominal SNR and the SNR the
     receiver estimates per frame (the figure a bench sees). A frame counts as found within
     12 samples after its start: the receiver's start follows the multipath's strong taps."""
     print(
         f"\n## Detection and header success vs SNR, two-Pluto profile ({n_frames} frames per "
-        f"SNR, a new multipath/CFO/phase-noise draw every {per_draw} frames)\n"
+        f"SNR, a new multipath/CFO/phase-noise draw every {per_draw} frames; header: "
+        f"{_decoder(header_list)})\n"
     )
     print(
         "| SNR (dB) | detected | header ok | false alarms | estimated SNR of the frames detected, "
@@ -114,7 +120,7 @@ def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10):
             nb = min(per_draw, n_frames - b)
             x, truth = _stream(rng, nb, 96)
             y = _impair_two_pluto(x, snr, float(rng.uniform(0, 1)), int(rng.integers(1 << 30)))
-            rx = FrameReceiver(CFG)
+            rx = FrameReceiver(CFG, header_list=header_list)
             evs = []
             for i in range(0, len(y), 1 << 14):
                 evs += rx.push(y[i : i + (1 << 14)])
@@ -161,10 +167,11 @@ def overhead() -> None:
         )
 
 
-def detection(n_frames: int, snrs, seed=1):
+def detection(n_frames: int, snrs, seed=1, header_list=HEADER_LIST):
     print(
         f"\n## Detection and header success vs SNR (AWGN, CFO uniform in +-96 kHz, "
-        f"random fractional delay and gaps; {n_frames} frames per SNR, fs = {CFG.sample_rate_hz / 1e6:g} MSps)\n"
+        f"random fractional delay and gaps; {n_frames} frames per SNR, fs = {CFG.sample_rate_hz / 1e6:g} MSps; "
+        f"header: {_decoder(header_list)})\n"
     )
     print(
         "| SNR (dB) | detected | header ok | false alarms | CFO error RMS (Hz) | timing error max (samples) |"
@@ -181,7 +188,7 @@ def detection(n_frames: int, snrs, seed=1):
             cfo = float(rng.uniform(-96e3, 96e3))
             delay = float(rng.uniform(0, 1))
             y = _impair(x, snr, cfo, delay, int(rng.integers(1 << 30)))
-            rx = FrameReceiver(CFG)
+            rx = FrameReceiver(CFG, header_list=header_list)
             evs = []
             for i in range(0, len(y), 1 << 14):
                 evs += rx.push(y[i : i + (1 << 14)])
@@ -244,15 +251,27 @@ def false_alarms(n_samples: int, seed=2):
 
 def header_codes(n: int, snrs, seed=3):
     print(
-        f"\n## Header error rate: K=7 rate-1/2 convolutional vs rate-1/2 repetition, BPSK, AWGN ({n} headers per point)\n"
+        f"\n## Header error rate: K=7 rate-1/2 convolutional (Viterbi; list Viterbi, "
+        f"{HEADER_LIST} paths, first to pass the CRC) vs rate-1/2 repetition, BPSK, AWGN "
+        f"({n} headers per point)\n"
     )
-    print("| Es/N0 per BPSK symbol (dB) | conv. code HER | repetition HER |")
-    print("| --- | --- | --- |")
+    print(
+        "| Es/N0 per BPSK symbol (dB) | conv., Viterbi | conv., list Viterbi + CRC | repetition | wrong headers accepted |"
+    )
+    print("| --- | --- | --- | --- | --- |")
     rng = np.random.default_rng(seed)
     nbits = 8 * HEADER_LEN
+
+    def parses(d):
+        try:
+            return Header.unpack(np.packbits(d[:nbits]).tobytes())
+        except HeaderError:
+            return None
+
     for snr in snrs:
         n0 = 10 ** (-snr / 10)
-        err_c = err_r = 0
+        err = {"conv": 0, "list": 0, "rep": 0}
+        wrong = 0
         for i in range(n):
             h = Header(seq=i, item_id=i, fingerprint=FP, payload_len=i, shape=(3, 32, 32))
             bits = np.unpackbits(np.frombuffer(h.pack(), np.uint8))
@@ -261,14 +280,24 @@ def header_codes(n: int, snrs, seed=3):
                 y = (1 - 2.0 * c) + rng.normal(size=len(c)) * math.sqrt(n0 / 2)
                 llr = 4 * y / n0
                 d = viterbi_decode(llr) if code == "conv" else repetition_decode(llr)
-                try:
-                    Header.unpack(np.packbits(d[:nbits]).tobytes())
-                except HeaderError:
-                    if code == "conv":
-                        err_c += 1
-                    else:
-                        err_r += 1
-        print(f"| {snr:g} | {err_c / n:.4f} | {err_r / n:.4f} |")
+                got = parses(d)
+                if got is None:
+                    err[code] += 1
+                if code == "conv":
+                    if got is None:
+                        paths, metric = list_viterbi_decode(llr, HEADER_LIST)
+                        found = (
+                            parses(p) for p, m in zip(paths, metric, strict=True) if np.isfinite(m)
+                        )
+                        got = next((g for g in found if g is not None), None)
+                    if got is None:
+                        err["list"] += 1
+                    elif got != h:
+                        wrong += 1
+        print(
+            f"| {snr:g} | {err['conv'] / n:.4f} | {err['list'] / n:.4f} | {err['rep'] / n:.4f} "
+            f"| {wrong} |"
+        )
 
 
 def _ideal_mmse(y_from_lts, taps, delays, n0, k):
@@ -420,6 +449,12 @@ def main(argv=None):
     )
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", default="overhead,detection,header,mse,papr,throughput")
+    p.add_argument(
+        "--header-list",
+        type=int,
+        default=HEADER_LIST,
+        help="detection: paths of the list Viterbi header decoder (1: plain Viterbi)",
+    )
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     only = set(a.only.split(","))
@@ -427,8 +462,9 @@ def main(argv=None):
     if "overhead" in only:
         overhead()
     if "detection" in only:
-        detection(300 if q else 2000, [-3, -2, -1, 0, 1, 2, 4, 6, 10, 20])
-        detection_two_pluto(200 if q else 1000, [-2, -1, 0, 1, 2, 4, 6, 10])
+        hl = a.header_list
+        detection(300 if q else 2000, [-3, -2, -1, 0, 1, 2, 4, 6, 10, 20], header_list=hl)
+        detection_two_pluto(200 if q else 1000, [-2, -1, 0, 1, 2, 4, 6, 10], header_list=hl)
         false_alarms(int(1e7) if q else int(1e8))
     if "header" in only:
         header_codes(200 if q else 2000, [-4, -3, -2, -1, 0, 1, 2, 3])

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .coding import conv_encode, interleaver, invert_hard, viterbi_decode
+from .coding import conv_encode, interleaver, invert_hard, list_viterbi_decode, viterbi_decode
 from .numerology import OfdmConfig
 
 FORMAT_VERSION = 2
@@ -26,6 +26,10 @@ _FMT = ">BBII8sIBHHHH"
 BODY_LEN = struct.calcsize(_FMT)
 HEADER_LEN = BODY_LEN + 4
 HEADER_BITS = 8 * HEADER_LEN
+# Paths the list Viterbi decoder tries against the CRC when the best one fails it: about
+# 1 dB at 50 % header success (scripts/bench_phy.py --only header), ~5 ms per failed header,
+# and a false-accept probability of at most HEADER_LIST / 2^32 per failed header
+HEADER_LIST = 16
 
 SCHEME_JSCC = 0
 # JSCC, the image sent as 32x32 tiles encoded one by one (hil.jscc.images.to_tiles, row by
@@ -149,10 +153,13 @@ def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
     return (1.0 - 2.0 * encode_header_bits(header, cfg)).reshape(cfg.header_symbols, cfg.n_data)
 
 
-def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
+def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig, n_list: int = HEADER_LIST) -> np.ndarray:
     """Soft bits [B, header_symbols * n_data] real (any precision; LLR, positive for bit 0) ->
     hard header bits [B, HEADER_BITS] uint8 (batched Viterbi).
 
+    A row whose Viterbi path fails the CRC is decoded again by the list Viterbi decoder
+    (``n_list`` paths, best first; 1 turns it off), and the first path that passes the CRC is
+    taken; where none does, the Viterbi path is returned and the CRC rejects it.
     Non-finite LLRs are zeroed (erasures); the CRC then decides.
     """
     n = _check_fits(cfg)
@@ -172,6 +179,14 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
             slow.append(i)
     if slow:
         out[slow] = viterbi_decode(llr[slow])
+    failed = [i for i in slow if not _crc_ok(out[i])]
+    if failed and n_list > 1:
+        paths, metric = list_viterbi_decode(llr[failed], n_list)
+        for j, i in enumerate(failed):
+            for r in range(n_list):  # path 0 is the Viterbi path (up to ties)
+                if np.isfinite(metric[j, r]) and _crc_ok(paths[j, r]):
+                    out[i] = paths[j, r]
+                    break
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..convert import to_numpy, to_numpy_real, to_torch
-from .header import Header, HeaderError, decode_header_bits, parse_header_bits
+from .header import HEADER_LIST, Header, HeaderError, decode_header_bits, parse_header_bits
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult
 from .sync import Detection, StreamSync
@@ -82,6 +82,8 @@ class FrameReceiver:
         max_payload: largest payload (complex symbols) a header may announce;
             larger ones are treated as header errors instead of waiting forever.
         threshold, lts_threshold: detection thresholds (see ``StreamSync``).
+        header_list: paths the list Viterbi decoder tries against the header CRC when the
+            best one fails it (``header.HEADER_LIST``; 1 = plain Viterbi).
     """
 
     def __init__(
@@ -92,8 +94,12 @@ class FrameReceiver:
         threshold: float = 0.1,
         lts_threshold: float = 0.35,
         dc_block: bool = True,
+        header_list: int = HEADER_LIST,
     ):
         self.cfg = cfg or OfdmConfig()
+        if not 1 <= int(header_list) <= 64:
+            raise ValueError(f"header_list must be in 1..64, got {header_list}")
+        self.header_list = int(header_list)
         self.rx = receiver or OfdmReceiver(self.cfg)
         if self.rx.cfg != self.cfg:
             raise ValueError("receiver and FrameReceiver must share one OfdmConfig")
@@ -293,7 +299,7 @@ class FrameReceiver:
         c = self.cfg
         t0 = time.perf_counter()
         res = self._receive([q[0] for q in todo], 0)
-        bits = viterbi_decode_batch(res.header_llr, c)
+        bits = viterbi_decode_batch(res.header_llr, c, self.header_list)
         for i, q in enumerate(todo):
             try:
                 hdr = parse_header_bits(bits[i])
@@ -388,7 +394,10 @@ def _row(res: RxResult, i: int) -> dict:
     }
 
 
-def viterbi_decode_batch(header_llr: torch.Tensor, cfg: OfdmConfig) -> np.ndarray:
+def viterbi_decode_batch(
+    header_llr: torch.Tensor, cfg: OfdmConfig, n_list: int = HEADER_LIST
+) -> np.ndarray:
     """header_llr [B, header_symbols * n_data] real (float32/float64) -> [B, HEADER_BITS] uint8
-    bits, or raises nothing: bad rows decode to bits the CRC rejects."""
-    return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg)
+    bits (list Viterbi with n_list paths where the best fails the CRC), or raises nothing:
+    bad rows decode to bits the CRC rejects."""
+    return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg, n_list)

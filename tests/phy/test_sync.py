@@ -115,11 +115,12 @@ def test_pure_noise_no_false_alarms(rng):
     assert rx.stats.rejected > 10  # the gate was tried, not only the threshold
 
 
-@pytest.mark.parametrize("snr_db,least", [(0.0, 0.9), (-1.0, 0.6)])
+@pytest.mark.parametrize("snr_db,least", [(0.0, 0.95), (-1.0, 0.78), (-2.0, 0.27)])
 def test_frames_delivered_at_and_below_0_db(snr_db, least, rng):
     """Frames found and headers read at the SNR where the JSCC still gives a picture: 200
-    frames through AWGN with a CFO, per-sample SNR. Measured (bench_phy.py): 96.5 % at 0 dB,
-    75 % at -1 dB; the bounds sit 5 binomial standard deviations below."""
+    frames through AWGN with a CFO, per-sample SNR. Measured (bench_phy.py, 2000 frames, list
+    Viterbi header decoding): 99.15 % at 0 dB, 89.1 % at -1 dB, 43.4 % at -2 dB; the bounds
+    sit about 5 binomial standard deviations below (plain Viterbi: 95.6, 70.4, 21.8 %)."""
     got = 0
     for b in range(4):
         frames, headers, _ = make_frames(FB, rng, 50, k=96)
@@ -134,6 +135,14 @@ def test_frames_delivered_at_and_below_0_db(snr_db, least, rng):
             and any(abs(e.frame_start - s) <= 2 and truth[s] == e.header for s in truth)
         )
     assert got >= least * 200, got
+
+
+def test_header_list_is_checked():
+    assert FrameReceiver(CFG).header_list == 16
+    assert FrameReceiver(CFG, header_list=1).header_list == 1
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match="header_list"):
+            FrameReceiver(CFG, header_list=bad)
 
 
 def test_tone_and_dc_are_rejected(rng):
