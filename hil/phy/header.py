@@ -180,9 +180,11 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig, n_list: int = HEADER_LI
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not _crc_ok(out[i])]
-    if failed and n_list > 1:
-        paths, metric = list_viterbi_decode(llr[failed], n_list)
-        for j, i in enumerate(failed):
+    # 32 headers at a time: the list decoder's traceback table is ~0.6 MB per header
+    for at in range(0, len(failed) if n_list > 1 else 0, 32):
+        rows = failed[at : at + 32]
+        paths, metric = list_viterbi_decode(llr[rows], n_list)
+        for j, i in enumerate(rows):
             for r in range(n_list):  # path 0 is the Viterbi path (up to ties)
                 if np.isfinite(metric[j, r]) and _crc_ok(paths[j, r]):
                     out[i] = paths[j, r]
