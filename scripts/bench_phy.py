@@ -30,13 +30,10 @@ from hil.phy import (
     to_full_scale,
 )
 from hil.phy.coding import (
-    conv_encode,
-    list_viterbi_decode,
     repetition_decode,
     repetition_encode,
-    viterbi_decode,
 )
-from hil.phy.header import HEADER_LEN, HEADER_LIST
+from hil.phy.header import HEADER_LEN, HEADER_LIST, decode_header_bits, encode_header_bits
 from hil.phy.ofdm import demodulate
 
 CFG = OfdmConfig()
@@ -274,26 +271,19 @@ def header_codes(n: int, snrs, seed=3):
         wrong = 0
         for i in range(n):
             h = Header(seq=i, item_id=i, fingerprint=FP, payload_len=i, shape=(3, 32, 32))
-            bits = np.unpackbits(np.frombuffer(h.pack(), np.uint8))
-            for code in ("conv", "rep"):
-                c = conv_encode(bits) if code == "conv" else repetition_encode(bits)
-                y = (1 - 2.0 * c) + rng.normal(size=len(c)) * math.sqrt(n0 / 2)
-                llr = 4 * y / n0
-                d = viterbi_decode(llr) if code == "conv" else repetition_decode(llr)
-                got = parses(d)
+            # the receiver's decoder (interleaved, padded), plain and list, on the same noise
+            c = encode_header_bits(h, CFG)
+            llr = 4 * ((1 - 2.0 * c) + rng.normal(size=len(c)) * math.sqrt(n0 / 2)) / n0
+            for code, n_list in (("conv", 1), ("list", HEADER_LIST)):
+                got = parses(decode_header_bits(llr[None], CFG, n_list)[0])
                 if got is None:
                     err[code] += 1
-                if code == "conv":
-                    if got is None:
-                        paths, metric = list_viterbi_decode(llr, HEADER_LIST)
-                        found = (
-                            parses(p) for p, m in zip(paths, metric, strict=True) if np.isfinite(m)
-                        )
-                        got = next((g for g in found if g is not None), None)
-                    if got is None:
-                        err["list"] += 1
-                    elif got != h:
-                        wrong += 1
+                elif got != h and code == "list":  # what the receiver would accept
+                    wrong += 1
+            c = repetition_encode(np.unpackbits(np.frombuffer(h.pack(), np.uint8)))
+            y = (1 - 2.0 * c) + rng.normal(size=len(c)) * math.sqrt(n0 / 2)
+            if parses(repetition_decode(4 * y / n0)) is None:
+                err["rep"] += 1
         print(
             f"| {snr:g} | {err['conv'] / n:.4f} | {err['list'] / n:.4f} | {err['rep'] / n:.4f} "
             f"| {wrong} |"

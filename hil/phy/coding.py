@@ -20,6 +20,7 @@ K = 7
 G = (0o133, 0o171)
 N_STATES = 1 << (K - 1)
 TAIL = K - 1
+MAX_LIST = 64  # most paths per state list_viterbi_decode keeps
 
 
 def _parity(v: int) -> int:
@@ -73,6 +74,20 @@ def conv_encode(bits: np.ndarray) -> np.ndarray:
     return coded
 
 
+def _llr_batch(llr: np.ndarray) -> tuple[np.ndarray, bool]:
+    """[L] or [B, L] coded-bit LLRs (any real precision) -> ([B, L] float64, whether the input
+    was one row); L must be even and hold at least one input bit and the tail."""
+    llr = np.asarray(llr, np.float64)
+    single = llr.ndim == 1
+    if single:
+        llr = llr[None]
+    if llr.ndim != 2 or llr.shape[1] % 2 or llr.shape[1] < 2 * (TAIL + 1):
+        raise ValueError(
+            f"llr must be [L] or [B, L] with even L >= {2 * (TAIL + 1)}, got {llr.shape}"
+        )
+    return llr, single
+
+
 def viterbi_decode(llr: np.ndarray) -> np.ndarray:
     """Soft-decision Viterbi on a terminated trellis, vectorised over a batch.
 
@@ -82,14 +97,7 @@ def viterbi_decode(llr: np.ndarray) -> np.ndarray:
     Returns:
         [n] or [B, n] decoded bits (uint8).
     """
-    llr = np.asarray(llr, np.float64)
-    single = llr.ndim == 1
-    if single:
-        llr = llr[None]
-    if llr.ndim != 2 or llr.shape[1] % 2 or llr.shape[1] < 2 * (TAIL + 1):
-        raise ValueError(
-            f"llr must be [L] or [B, L] with even L >= {2 * (TAIL + 1)}, got {llr.shape}"
-        )
+    llr, single = _llr_batch(llr)
     _, out, prev, prev_bit = _trellis()
     b, steps = llr.shape[0], llr.shape[1] // 2
     half = N_STATES // 2
@@ -130,22 +138,15 @@ def list_viterbi_decode(llr: np.ndarray, n_list: int) -> tuple[np.ndarray, np.nd
     Args:
         llr: [2 (n + 6)] or [B, 2 (n + 6)] LLRs of the coded bits, real (any precision;
             computed in float64).
-        n_list: paths kept per state, 1..64.
+        n_list: paths kept per state, 1..MAX_LIST (64).
     Returns:
         bits [L, n] or [B, L, n] uint8 and path metrics [L] or [B, L] float64 (correlation,
         larger is better; -inf for a rank no distinct path reaches: ignore its bits).
     """
-    if not 1 <= int(n_list) <= 64:
-        raise ValueError(f"n_list must be in 1..64, got {n_list}")
+    if not 1 <= int(n_list) <= MAX_LIST:
+        raise ValueError(f"n_list must be in 1..{MAX_LIST}, got {n_list}")
     n_list = int(n_list)
-    llr = np.asarray(llr, np.float64)
-    single = llr.ndim == 1
-    if single:
-        llr = llr[None]
-    if llr.ndim != 2 or llr.shape[1] % 2 or llr.shape[1] < 2 * (TAIL + 1):
-        raise ValueError(
-            f"llr must be [L] or [B, L] with even L >= {2 * (TAIL + 1)}, got {llr.shape}"
-        )
+    llr, single = _llr_batch(llr)
     _, out, prev, prev_bit = _trellis()
     b, steps = llr.shape[0], llr.shape[1] // 2
     sign = 1.0 - 2.0 * out[prev, prev_bit[:, None]]  # [S, 2 preds, 2 bits]

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..convert import to_numpy, to_numpy_real, to_torch
+from .coding import MAX_LIST
 from .header import HEADER_LIST, Header, HeaderError, decode_header_bits, parse_header_bits
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult
@@ -97,8 +98,8 @@ class FrameReceiver:
         header_list: int = HEADER_LIST,
     ):
         self.cfg = cfg or OfdmConfig()
-        if not 1 <= int(header_list) <= 64:
-            raise ValueError(f"header_list must be in 1..64, got {header_list}")
+        if not 1 <= int(header_list) <= MAX_LIST:
+            raise ValueError(f"header_list must be in 1..{MAX_LIST}, got {header_list}")
         self.header_list = int(header_list)
         self.rx = receiver or OfdmReceiver(self.cfg)
         if self.rx.cfg != self.cfg:
