@@ -48,6 +48,9 @@ def wire_flags(block_flags: int) -> int:
     return out | (DROP if block_flags & BlockFlag.LOST else 0)
 
 
+INTAKE_S = 0.05  # s of TX intake work per loop turn at most
+
+
 def serve_control(sock: zmq.Socket, radio, log) -> bool:
     """Answer every request waiting on the control socket. True when a setting changed.
 
@@ -284,8 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while not stop:
             # TX: take bursts while the queue is short (bounded memory, backpressure on tx)
+            # and for at most INTAKE_S of work, so RX, telemetry and settings requests are
+            # served between bursts (a sim's channel costs milliseconds per burst)
             backlog_s = getattr(radio, "tx_backlog", 0) / cfg.sample_rate_hz
-            while backlog_s < max_backlog_s:
+            intake_end = time.monotonic() + INTAKE_S
+            while backlog_s < max_backlog_s and time.monotonic() < intake_end:
                 msg = tx_in.recv(timeout_s=0)
                 if msg is None:
                     break

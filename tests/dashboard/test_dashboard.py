@@ -329,10 +329,12 @@ def test_chromium_watches_a_sim_link(tmp_path):
     from selenium.webdriver.chrome.service import Service
 
     out = tmp_path / "link"
+    # 150 frames 50 ms apart: 7.5 s of paced air, so the radio still streams (and answers the
+    # control request) when a cold Chromium on a fresh machine has taken seconds to start
     link = subprocess.Popen(
         [
             *(sys.executable, "-m", "hil.cli", "link", "--count", "150", "--pace"),
-            *("--gap", "20000", "--dashboard", "--dashboard-port", "0", "--dashboard-hold", "8"),
+            *("--gap", "200000", "--dashboard", "--dashboard-port", "0", "--dashboard-hold", "8"),
             "--dashboard-control",
             *("--out", str(out), "--json"),
         ],
