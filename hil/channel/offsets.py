@@ -167,5 +167,5 @@ class PhaseNoise(ChannelModule):
             increments = increments * math.sqrt(self.increment_variance)
         ph0 = F.as_batch_values(phase0, b, like=x, name="phase0")
         phi = F.wiener_phase(increments, ph0)
-        y = x * torch.polar(torch.ones_like(phi), phi).to(x.dtype)
+        y = x * F.cis(phi).to(x.dtype)
         return ChannelOutput(y, {"phase": phi.detach()})

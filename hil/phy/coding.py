@@ -174,37 +174,63 @@ def list_viterbi_decode(llr: np.ndarray, n_list: int) -> tuple[np.ndarray, np.nd
     return (bits[0], final[0]) if single else (bits, final)
 
 
-def invert_hard(coded: np.ndarray) -> np.ndarray | None:
-    """Fast path: the input bits if the hard decisions form a codeword, else None.
+def _taps(g: int) -> list[int]:
+    """A generator's taps on u[n - i], i = 0 .. K - 1."""
+    return [(g >> (K - 1 - i)) & 1 for i in range(K)]
 
-    The first generator has a non-zero constant term, so its output stream is
-    invertible by a recursion over GF(2); re-encoding then checks the second
-    stream. When hard decisions contain no error (most headers above ~10 dB),
-    this replaces the Viterbi search; otherwise the caller falls back to it.
-    coded: [2 (n + 6)] hard bits {0,1} (any integer dtype; read as uint8) -> [n] uint8 bits
-    or None.
+
+@lru_cache(maxsize=8)
+def _hard_inverse(steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The GF(2) matrices of the hard-decision inversion for ``steps`` trellis steps.
+
+    The first output stream is c0 = A u with A lower-triangular Toeplitz (its first column the
+    first generator's taps, constant term 1), so u = A^-1 c0, and A^-1 is the Toeplitz matrix
+    of the impulse response of 1 / g0(D). The second stream of a codeword is then
+    c1 = B A^-1 c0. Returns (A^-1, B A^-1 mod 2), each [steps, steps] float64 of 0/1 (float so
+    the products run in BLAS; the sums stay below 2^53, so they are exact).
     """
-    c = np.asarray(coded, np.uint8)
-    c0 = c[0::2].tolist()
-    c1 = c[1::2].tolist()
-    g0 = [(G[0] >> (K - 1 - i)) & 1 for i in range(K)]  # taps on u[n - i]
-    g1 = [(G[1] >> (K - 1 - i)) & 1 for i in range(K)]
-    u: list[int] = []
-    for n, bit in enumerate(c0):
-        v = bit
-        for i in range(1, K):
-            if g0[i] and n - i >= 0:
-                v ^= u[n - i]
-        u.append(v)
-        w = 0
-        for i in range(K):
-            if g1[i] and n - i >= 0:
-                w ^= u[n - i]
-        if w != c1[n]:
-            return None
-    if any(u[-TAIL:]):
-        return None
-    return np.array(u[:-TAIL], np.uint8)
+    g0, g1 = _taps(G[0]), _taps(G[1])
+    h = np.zeros(steps, np.int64)  # impulse response of 1 / g0(D) over GF(2)
+    for n in range(steps):
+        v = 1 if n == 0 else 0
+        for i in range(1, min(K, n + 1)):
+            v ^= g0[i] & int(h[n - i])
+        h[n] = v
+    idx = np.arange(steps)
+    lag = idx[:, None] - idx[None, :]
+    a_inv = np.where(lag >= 0, h[np.clip(lag, 0, None)], 0)
+    b = np.zeros((steps, steps), np.int64)
+    for i in range(K):
+        b += g1[i] * (lag == i)
+    return a_inv.astype(np.float64), ((b @ a_inv) % 2).astype(np.float64)
+
+
+def invert_hard_batch(coded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fast path, batched: the input bits of the rows whose hard decisions form a codeword.
+
+    The first generator has a non-zero constant term, so its output stream is invertible
+    over GF(2) (a matrix product here); the second stream and the zero tail then check it.
+    When hard decisions contain no error (most headers above ~10 dB), this replaces the
+    Viterbi search; the caller falls back to it for the other rows.
+    coded: [B, 2 (n + 6)] hard bits {0,1} (any integer, bool or float dtype holding 0/1) ->
+    (bits [B, n] uint8, meaningful where ok; ok [B] bool).
+    """
+    c = np.asarray(coded)
+    if c.ndim != 2 or c.shape[1] % 2 or c.shape[1] < 2 * (TAIL + 1):
+        raise ValueError(f"coded must be [B, L] with even L >= {2 * (TAIL + 1)}, got {c.shape}")
+    c = c.astype(np.uint8).astype(np.float64)
+    a_inv, m = _hard_inverse(c.shape[1] // 2)
+    c0, c1 = c[:, 0::2], c[:, 1::2]
+    u = (c0 @ a_inv.T) % 2
+    ok = np.all((c0 @ m.T) % 2 == c1, axis=1) & ~np.any(u[:, -TAIL:], axis=1)
+    return u[:, :-TAIL].astype(np.uint8), ok
+
+
+def invert_hard(coded: np.ndarray) -> np.ndarray | None:
+    """One row of ``invert_hard_batch``: coded [2 (n + 6)] hard bits {0,1} (any integer dtype;
+    read as uint8) -> [n] uint8 input bits, or None when they are not a codeword."""
+    bits, ok = invert_hard_batch(np.asarray(coded)[None])
+    return bits[0] if ok[0] else None
 
 
 def repetition_encode(bits: np.ndarray, times: int = 2) -> np.ndarray:

@@ -18,7 +18,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .coding import conv_encode, interleaver, invert_hard, list_viterbi_decode, viterbi_decode
+from .coding import (
+    conv_encode,
+    interleaver,
+    invert_hard_batch,
+    list_viterbi_decode,
+    viterbi_decode,
+)
 from .numerology import OfdmConfig
 
 FORMAT_VERSION = 2
@@ -169,14 +175,8 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig, n_list: int = HEADER_LI
     # erasures for non-finite values; beyond +-1e6 an LLR carries no more information,
     # and clipping keeps the path metrics finite
     llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n, cfg.n_data)]
-    out = np.empty((llr.shape[0], HEADER_BITS), np.uint8)
-    slow = []
-    for i in range(llr.shape[0]):
-        u = invert_hard((llr[i] < 0).astype(np.uint8))
-        if u is not None and _crc_ok(u):
-            out[i] = u
-        else:
-            slow.append(i)
+    out, ok = invert_hard_batch(llr < 0)
+    slow = [i for i in range(len(out)) if not (ok[i] and _crc_ok(out[i]))]
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not _crc_ok(out[i])]

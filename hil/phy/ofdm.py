@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..channel.functional import cis
 from .numerology import OfdmConfig
 from .sequences import carrier_scale, pilot_values
 
@@ -64,4 +65,4 @@ def backoff_phase(cfg: OfdmConfig, device: torch.device | str, dtype: torch.dtyp
     ``dtype`` (complex64/complex128; computed in float64), on ``device``."""
     k = torch.arange(cfg.fft_size, device=device, dtype=torch.float64)
     ph = -2 * np.pi * k * cfg.fft_backoff / cfg.fft_size
-    return torch.polar(torch.ones_like(ph), ph).to(dtype)
+    return cis(ph).to(dtype)

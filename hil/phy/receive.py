@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from ..channel.functional import cis
 from .numerology import OfdmConfig
 from .ofdm import demodulate
 from .sequences import carrier_scale, lts_freq, pilot_values
@@ -187,7 +188,7 @@ class OfdmReceiver(nn.Module):
         rdt = zs.real.dtype
         ramp = torch.angle((zs[:, 1:] * torch.conj(zs[:, :-1])).sum(-1))  # [B] rad per symbol
         idx = torch.arange(s, device=zs.device, dtype=rdt)
-        zr = zs * torch.polar(torch.ones_like(idx), -ramp[:, None] * idx).to(zs.dtype)
+        zr = zs * cis(-ramp[:, None] * idx).to(zs.dtype)
         var = n0 / (2 * self.a**2 * _abs2(hp).sum(-1)).clamp_min(1e-30)  # [B]
         zsm = (self.phase_kernel(var.to(rdt), s).to(zs.dtype) @ zr[..., None])[..., 0]
         return torch.angle(zsm) + ramp[:, None] * idx
@@ -201,7 +202,7 @@ class OfdmReceiver(nn.Module):
     def _derotate(self, x: Tensor, cfo_norm: Tensor) -> Tensor:
         n = torch.arange(x.shape[-1], device=x.device, dtype=torch.float64)
         th = -2 * math.pi * cfo_norm.double()[:, None] * n
-        return x * torch.polar(torch.ones_like(th), th).to(x.dtype)
+        return x * cis(th).to(x.dtype)
 
     def _lts(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """LS channel estimate on used bins [B, U] and noise variance per bin [B]."""
@@ -276,7 +277,7 @@ class OfdmReceiver(nn.Module):
                 phi = self._smooth_phase(z.sum(-1), n0, hp)  # common phase error [B, S]
             else:
                 phi = torch.angle(z.sum(-1))
-            rot = torch.polar(torch.ones_like(phi), -phi).to(x.dtype)
+            rot = cis(-phi).to(x.dtype)
             resid = torch.angle(z * rot[..., None])  # [B, S, P]
             w = _abs2(hp)[:, None, :].to(rdt)
             pk = self.pilot_k.to(rdt)
@@ -284,7 +285,7 @@ class OfdmReceiver(nn.Module):
             if self.smooth_tracking and n_sym > 2:
                 beta = line_fit(beta)
             th = -(phi[..., None] + beta[..., None] * k.to(rdt))  # [B, S, N]
-            grid = grid * torch.polar(torch.ones_like(th), th).to(x.dtype)
+            grid = grid * cis(th).to(x.dtype)
         hn = h[:, None, :]
         if self.equalizer == "zf":
             safe = torch.where(_abs2(hn) > 1e-20, hn, torch.full_like(hn, 1e-10))

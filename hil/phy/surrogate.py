@@ -40,6 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from ..channel.awgn import AWGN
+from ..channel.functional import cis
 from ..channel.multipath import TappedDelayLine
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult, line_fit
@@ -104,7 +105,7 @@ class ReceiverSurrogate(nn.Module):
         delays = torch.as_tensor(self.multipath.delays, dtype=torch.float64, device=taps.device)
         d = delays + self.cfg.fft_backoff
         ph = -2 * math.pi * self.signed_k.to(taps.device)[:, None] * d[None, :] / self.cfg.fft_size
-        e = torch.polar(torch.ones_like(ph), ph).to(taps.dtype)  # [N, L]
+        e = cis(ph).to(taps.dtype)  # [N, L]
         return taps @ e.T
 
     def forward(
@@ -173,7 +174,7 @@ class ReceiverSurrogate(nn.Module):
         beta = beta[:, c.header_symbols :, None]
         kd = self.signed_k.to(device=dev, dtype=rdt)[rx.data_bins]
         th = phi + beta * kd
-        y = y * torch.polar(torch.ones_like(th), th).to(dt)
+        y = y * cis(th).to(dt)
         hd = h_hat[:, rx.data_bins][:, None, :]
         if rx.equalizer == "zf":
             safe = torch.where(_abs2(hd) > 1e-20, hd, torch.full_like(hd, 1e-10))

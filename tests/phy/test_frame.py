@@ -193,6 +193,23 @@ def test_hard_inversion_fast_path(rng):
         assert invert_hard(bad) is None
 
 
+def test_hard_inversion_batched_rows_are_independent(rng):
+    """Codewords of random bits, half of them with one bit flipped anywhere (tail included):
+    exactly the clean rows are accepted, each with its own input bits."""
+    from hil.phy.coding import invert_hard_batch
+
+    bits = rng.integers(0, 2, (40, 104)).astype(np.uint8)
+    coded = np.stack([conv_encode(b) for b in bits])
+    flipped = np.arange(40) % 2 == 1
+    where = rng.integers(0, coded.shape[1], 40)
+    coded[flipped, where[flipped]] ^= 1
+    out, ok = invert_hard_batch(coded.astype(bool))
+    np.testing.assert_array_equal(ok, ~flipped)
+    np.testing.assert_array_equal(out[~flipped], bits[~flipped])
+    with pytest.raises(ValueError, match="even L"):
+        invert_hard_batch(coded[:, :-1])
+
+
 def test_every_one_byte_corruption_of_the_header_is_refused():
     """Any byte of the 35 (fields and CRC) replaced by any other value: refused, never parsed
     into a different header."""
