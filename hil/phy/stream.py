@@ -217,7 +217,7 @@ class FrameReceiver:
                 self._scan += len(m) * L
                 return
             j0 = int(hits[0])
-            look = 8
+            look = 2 * self.cfg.sts_repeats
             if j0 + look > len(m):
                 self._scan += j0 * L
                 return

@@ -121,30 +121,48 @@ class StreamSync:
         t_pred = s_est + c.sts_len + c.lts_cp
         lo = max(t_pred - self.search, 0)
         hi = t_pred + self.search
-        seg = r[lo : hi + len(self.ll)].astype(np.complex128)
-        n = np.arange(len(seg))
-        seg = seg * np.exp(-2j * np.pi * coarse * (n + lo))
         lags = hi - lo + 1
-        if len(seg) < lags - 1 + len(self.ll):
-            return None
+        # the LTS repeats every fft_size samples, so a plateau estimate off by more than the
+        # search finds a half-aligned peak one period from the true one (the quiet gap before
+        # a frame extends the plateau early): the lags one period beyond each end are scored
+        # too, and the peak moves there when it is higher
         n = self.cfg.fft_size
+        ext = min(n, lo)  # lags before lo (none before the buffer's start)
+        seg = r[lo - ext : hi + n + len(self.ll)].astype(np.complex128)
+        if len(seg) < ext + lags + n - 1 + len(self.ll):
+            return None
+        k = np.arange(len(seg))
+        seg = seg * np.exp(-2j * np.pi * coarse * (k + lo - ext))
         l1 = self.ll[:n]
         c1 = np.correlate(seg, l1, mode="valid")  # half-length correlations, combined
         e1 = np.convolve(np.abs(seg) ** 2, np.ones(n), mode="valid")  # non-coherently so that a
-        a1, a2 = np.abs(c1[:lags]), np.abs(c1[n : n + lags])  # residual CFO cannot decorrelate them
-        en = e1[:lags] + e1[n : n + lags]
-        rho = (a1 + a2) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
-        i = int(np.argmax(rho))
+        scored = ext + lags + n  # lags scored, from lo - ext
+        a1, a2 = (
+            np.abs(c1[:scored]),
+            np.abs(c1[n : n + scored]),
+        )  # residual CFO cannot decorrelate them
+        en = e1[:scored] + e1[n : n + scored]
+        rho_all = (a1 + a2) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
+        rho = rho_all[ext : ext + lags]  # the search window
         # Multipath spreads the LTS over several lags: gate on the energy captured
         # within +-cp_len of the peak above the window's median (the noise floor;
         # the LTS occupies at most ~2 cp_len of the 2 search + 1 lags).
         floor = float(np.median(rho))
-        w = rho[max(i - c.cp_len, 0) : i + c.cp_len + 1]
-        captured = float(np.clip(w - floor, 0, None).sum())
-        self.last_captured = captured
+
+        def captured_at(i: int, first: int, end: int) -> float:  # of lags first .. end - 1
+            w = rho_all[max(i - c.cp_len, first) : min(i + c.cp_len + 1, end)]
+            return float(np.clip(w - floor, 0, None).sum())
+
+        i = int(np.argmax(rho)) + ext  # in rho_all
+        captured = self.last_captured = captured_at(i, ext, ext + lags)
         if captured < self.lts_threshold:
             return None
-        t = lo + i
+        # an LTS in the window: the true peak may lie one period beyond the window's end
+        for j in (i + n, i - n):
+            if 0 <= j < scored and not ext <= j < ext + lags and rho_all[j] > rho_all[i]:
+                i, captured = j, captured_at(j, 0, scored)
+                break
+        t = lo - ext + i
         a = seg[i : i + c.fft_size]
         b = seg[i + c.fft_size : i + 2 * c.fft_size]
         fine = np.angle(np.vdot(a, b)) / (2 * np.pi * c.fft_size)
@@ -161,4 +179,4 @@ class StreamSync:
         """Samples needed in r (from index 0) to refine a plateau at ``plateau_pos``."""
         c = self.cfg
         s_est = plateau_pos - ((c.sts_repeats - 1 - self.W) * self.L) // 2
-        return s_est + c.sts_len + c.lts_cp + self.search + len(self.ll) + 1
+        return s_est + c.sts_len + c.lts_cp + self.search + c.fft_size + len(self.ll) + 1
