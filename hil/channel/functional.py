@@ -117,10 +117,32 @@ def draw_uniform(
 
 
 def cis(theta: Tensor) -> Tensor:
-    """exp(j theta): theta real (float32/float64, any shape) -> complex of its precision, same
-    shape. ``torch.complex(cos, sin)``: the same values and gradient as
+    """exp(j theta): theta [*] float32/float64 -> [*] complex64/complex128 (its precision).
+
+    ``torch.complex(cos, sin)``: the same values and gradient as
     ``torch.polar(ones, theta)`` at about a third of its CPU time."""
     return torch.complex(torch.cos(theta), torch.sin(theta))
+
+
+def phase_ramp(
+    cfo_norm: Tensor, n: int, start: int = 0, phase0: Tensor | None = None, block: int = 64
+) -> Tensor:
+    """exp(j (2 pi f m + phi0)) for m = start .. start + n - 1: cfo_norm f [B] real (any
+    precision), phase0 [B] real or None (0) -> [B, n] complex128.
+
+    The phase is computed in float64 (long streams keep sub-milliradian accuracy) and
+    factored as the product of a per-block phasor and a within-block one, so it costs
+    n / block + block sines and cosines a row rather than n.
+    """
+    f = cfo_norm.double()
+    q = -(-n // block)  # blocks
+    m0 = start + block * torch.arange(q, device=f.device, dtype=torch.float64)
+    outer = 2 * math.pi * f[:, None] * m0[None, :]  # [B, q]
+    if phase0 is not None:
+        outer = outer + phase0.double()[:, None]
+    inner = 2 * math.pi * f[:, None] * torch.arange(block, device=f.device, dtype=torch.float64)
+    rot = cis(outer)[:, :, None] * cis(inner)[:, None, :]  # [B, q, block]
+    return rot.reshape(f.shape[0], q * block)[:, :n]
 
 
 def signal_power(x: Tensor) -> Tensor:
@@ -151,10 +173,7 @@ def frequency_offset(x: Tensor, cfo_norm: Tensor, phase0: Tensor, start: int = 0
     Returns:
         [B, N], the dtype of x.
     """
-    n = torch.arange(start, start + x.shape[-1], device=x.device, dtype=torch.float64)
-    # Phase in float64 so long streams keep sub-milliradian accuracy.
-    theta = 2 * math.pi * cfo_norm.double()[:, None] * n[None, :] + phase0.double()[:, None]
-    rot = cis(theta).to(x.dtype)
+    rot = phase_ramp(cfo_norm, x.shape[-1], start, phase0).to(x.dtype)
     return x * rot
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..channel.functional import cis
+from ..channel.functional import cis, phase_ramp
 from .numerology import OfdmConfig
 from .ofdm import demodulate
 from .sequences import carrier_scale, lts_freq, pilot_values
@@ -200,9 +200,7 @@ class OfdmReceiver(nn.Module):
         return torch.angle((torch.conj(a) * b).sum(-1)) / (2 * math.pi * n)
 
     def _derotate(self, x: Tensor, cfo_norm: Tensor) -> Tensor:
-        n = torch.arange(x.shape[-1], device=x.device, dtype=torch.float64)
-        th = -2 * math.pi * cfo_norm.double()[:, None] * n
-        return x * cis(th).to(x.dtype)
+        return x * phase_ramp(-cfo_norm, x.shape[-1]).to(x.dtype)
 
     def _lts(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """LS channel estimate on used bins [B, U] and noise variance per bin [B]."""

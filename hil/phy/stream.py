@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from ..channel.functional import phase_ramp
 from ..convert import to_numpy, to_numpy_real, to_torch
 from .coding import MAX_LIST
 from .header import HEADER_LIST, Header, HeaderError, decode_header_bits, parse_header_bits
 from .numerology import OfdmConfig
 from .receive import OfdmReceiver, RxResult
 from .sync import Detection, StreamSync
+
+DETECT_SPAN = 4096  # samples the detector's metric covers per pass
 
 
 @dataclass
@@ -205,22 +208,34 @@ class FrameReceiver:
     def _detect(self) -> None:
         """Scan from _scan for frame starts; queue each (detection, header=None)."""
         L, sec = self.sync.L, self.stats.seconds
+        # after a detection the scan restarts behind its LTS, where the next frame may follow
+        # at once: the metric then covers DETECT_SPAN samples (over the whole rest of the
+        # buffer every time, it cost as much as all the receiving of dense frames); a span
+        # without a hit hands on to the whole rest
+        span = DETECT_SPAN
         while True:
             t0 = time.perf_counter()
             r = self._buf[self._scan - self._base :]
-            m, p = self.sync.metric(r)
+            m, p = self.sync.metric(r[:span])
+            more = len(r) > span  # samples beyond this span
             sec["detect"] += time.perf_counter() - t0
             if len(m) == 0:
                 return
             hits = np.flatnonzero(m > self.sync.threshold)
             if hits.size == 0:
                 self._scan += len(m) * L
+                if more:
+                    span = len(r)
+                    continue
                 return
             j0 = int(hits[0])
             look = 2 * self.cfg.sts_repeats
             if j0 + look > len(m):
                 self._scan += j0 * L
+                if more and j0 > 0:  # the span cut the plateau: a fresh span from the hit
+                    continue
                 return
+            span = DETECT_SPAN
             jm = j0 + int(np.argmax(m[j0 : j0 + look]))
             if len(r) < self.sync.needed_after(jm * L):
                 self._scan += j0 * L
@@ -354,13 +369,13 @@ class FrameReceiver:
     def _receive(self, dets: list[Detection], n_payload: int) -> RxResult:
         c = self.cfg
         n = c.lts_len + (c.header_symbols + c.payload_symbols(n_payload)) * c.symbol_len
-        ramp = np.arange(n)
         segs = np.empty((len(dets), n), np.complex128)
         for i, det in enumerate(dets):
             a = det.lts_start - self._base
-            segs[i] = self._buf[a : a + n] * np.exp(-2j * np.pi * det.cfo_norm * ramp)
+            segs[i] = self._buf[a : a + n]
         with torch.inference_mode():
-            return self.rx(to_torch(segs), n_payload)
+            cfo = torch.tensor([-det.cfo_norm for det in dets], dtype=torch.float64)
+            return self.rx(to_torch(segs) * phase_ramp(cfo, n), n_payload)
 
     def _event(self, status, det: Detection, row: dict, header=None, error=None) -> FrameEvent:
         fs = self.cfg.sample_rate_hz
