@@ -448,6 +448,7 @@ def throughput(n_samples: int, seed=6):
             f"{1e9 * sec['detect'] / n_samples:.1f} ns/sample."
         )
 
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
