@@ -55,8 +55,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "checkpoint": ("hil/jscc/checkpoint.py", ["tests/jscc/test_checkpoint.py"]),
     "digital": ("hil/baseline/digital.py", ["tests/baseline/test_baseline.py"]),
-    "sim-converters": ("hil/radio/sim.py", ["tests/radio/test_sim.py"]),
-    "twin-model": ("hil/twin/model.py", ["tests/twin/test_twin.py"]),
+    "sim-converters": (
+        "hil/radio/sim.py",
+        [
+            "tests/radio/test_sim.py",
+            "tests/radio/test_sim_engine.py",
+            "tests/radio/test_sim_parity.py",
+        ],
+    ),
+    "twin-model": ("hil/twin/model.py", ["tests/twin/test_model.py"]),
 }
 
 

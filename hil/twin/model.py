@@ -222,8 +222,8 @@ def _rates(s: PlutoState, kind: str) -> str:
     f = samp * (s.fir_dec if s.fir_en else 1)
     h1 = f * 2
     h2 = h1 * 2
-    conv = h2 if kind == "TX" else h2 * 2
-    pll = conv * 8
+    conv = h2 if kind == "TX" else h2 * 2  # the ADC runs at twice the DAC's clock
+    pll = h2 * 8  # one BBPLL for both paths (983.04 MHz at 30.72 MSps, as a Pluto prints)
     if kind == "TX":
         return f"BBPLL:{pll} DAC:{conv} T2:{h2} T1:{h1} TF:{f} TXSAMP:{samp}"
     return f"BBPLL:{pll} ADC:{conv} R2:{h2} R1:{h1} RF:{f} RXSAMP:{samp}"

@@ -11,7 +11,6 @@ import pytest
 
 from hil.radio import RadioConfig, SimConfig
 from hil.twin import PlutoTwin
-from hil.twin.model import parse_fir_config
 from tests import needs
 
 CLEAN = SimConfig(channel="awgn", noise_dbfs=-60.0, path_gain_db=0.0, seed=1)
@@ -317,17 +316,6 @@ def test_broken_clients_never_wedge_the_twin(twin):
     n = int(c.f.readline())
     assert c.f.read(n).endswith(b"</context>") and c.f.readline() == b"\n"
     c.close()
-
-
-def test_fir_config_parsing():
-    ftr = (
-        "RX 3 GAIN -6 DEC 4\nTX 3 GAIN 0 INT 4\n" + "".join(f"{i},{i}\n" for i in range(128)) + "\n"
-    )
-    assert parse_fir_config(ftr) == (128, 4)
-    for bad in ("", "RX 3 GAIN -6 DEC 3\n1,1\n", "1,x\n" * 16, "99999,1\n" * 16, "1,1\n" * 130):
-        with pytest.raises(Exception) as exc:
-            parse_fir_config(bad)
-        assert exc.value.code == errno.EINVAL
 
 
 # ------------------------------------------------------------------------ the whole link

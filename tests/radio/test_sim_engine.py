@@ -1,0 +1,278 @@
+"""The simulated Pluto's device model, piece by piece: the DAC and ADC converters, the burst
+timeline (latency, backlog, ENSM, cyclic buffers, tones), the RX front end's levels (thermal
+noise, gain, AGC, DC), drops and stale buffers, and the backend around the engine."""
+
+import math
+
+import numpy as np
+import pytest
+
+from hil.radio import RadioConfig, RadioError, SimConfig
+from hil.radio.base import BlockFlag
+from hil.radio.sim import ADC_FS, LATENCY, REF_GAIN_DB, SimEngine, SimRadio, _bursts
+
+QUIET = dict(noise_dbfs=-200.0, stale_buffers=0)
+
+
+def _eng(radio=None, **sim):
+    return SimEngine(RadioConfig(backend="sim", **(radio or {}), sim=SimConfig(**sim)))
+
+
+def _rms_dbfs(x):
+    return 10 * math.log10(float(np.mean(np.abs(x) ** 2)))
+
+
+def test_bursts_split_at_gaps_of_min_gap_zeros():
+    x = np.zeros(2000, np.complex64)
+    x[10:20] = 1
+    x[20 + 255 : 300] = 1  # 255 zeros between: one burst
+    x[300 + 256 : 600] = 1j  # 256 zeros: a new burst
+    x[1999] = -1
+    assert _bursts(x) == [(10, 300), (556, 600), (1999, 2000)]
+    assert _bursts(x, min_gap=255) == [(10, 20), (275, 300), (556, 600), (1999, 2000)]
+    assert _bursts(np.zeros(10)) == []
+    assert _bursts(np.ones(3)) == [(0, 3)]
+    assert all(isinstance(v, int) for b in _bursts(x) for v in b)
+
+
+def test_dac_keeps_the_top_12_bits_of_the_int16_at_2_14_drive():
+    e = _eng(**QUIET)
+    lsb = 16 / 2**14  # one 12-bit step at the DAC's input scale
+    x = np.array([0.5, 17 / 2**14, -17 / 2**14, 15.4 / 2**14, 15.6 / 2**14, 3.0, -3.0])
+    got = e.dac(x + 1j * x[::-1])
+    want = np.array([0.5, lsb, -2 * lsb, 0.0, lsb, 32752 / 2**14, -2.0])
+    np.testing.assert_array_equal(got.real, want)
+    np.testing.assert_array_equal(got.imag, want[::-1])
+    assert got.dtype == np.complex128
+
+
+def test_adc_rounds_saturates_and_scales_to_full_scale():
+    v = np.array([0.4 + 0.6j, -0.6 - 0.4j, 2047.4 + 5000j, -2048.6 - 9999j, 100.5 + 101.5j])
+    out = SimEngine._adc(v)
+    assert out.dtype == np.complex64
+    codes = out * 2048
+    np.testing.assert_array_equal(codes.real, [0, -1, 2047, -2048, 100])
+    np.testing.assert_array_equal(codes.imag, [1, 0, 2047, -2048, 102])  # half to even
+
+
+def test_tx_lands_after_the_latency_in_device_time_and_queues_behind_the_last_burst():
+    r = SimRadio(RadioConfig(backend="sim", rx_buffer_size=4096, sim=SimConfig(**QUIET)))
+    e = r.engine
+    assert e.rx_count == 4 * 4096  # the backend flushed the kernel buffers
+    burst = np.full(1000, 0.5, np.complex64)
+    r.tx(burst)
+    t0 = e.rx_count + LATENCY
+    assert r.last_truth["rx_offset"] == t0 and r.last_truth["frame_offset"] == t0
+    assert e.tx_time == t0 + 1000 and r.tx_backlog == LATENCY + 1000 and r.tx_active
+    r.tx(burst)  # queued behind the first
+    assert r.last_truth["rx_offset"] == t0 + 1000 and r.tx_backlog == LATENCY + 2000
+    x = np.concatenate([r.rx().samples for _ in range(2)])
+    on = np.flatnonzero(np.abs(x) > 0.1)
+    assert on[0] == LATENCY and on[-1] == LATENCY + 1999 and len(on) == 2000
+    assert r.tx_backlog == 0 and not r.tx_active
+    e.tx_dac(np.ones(10), now=e.rx_count + 500)  # the wall clock ahead of the RX count
+    assert e.last_truth["rx_offset"] == e.rx_count + 500 + LATENCY
+    assert r.wait_tx() is True
+    r.close()
+    assert not r.tx_active and e.tx_backlog == 0
+    with pytest.raises(RadioError, match="closed"):
+        r.tx(burst)
+    with pytest.raises(RadioError, match="closed"):
+        e.rx(10)
+    with pytest.raises(RadioError, match="wait_tx on a closed radio"):
+        r.wait_tx()
+
+
+def test_a_device_buffer_is_split_into_bursts_and_silence():
+    e = _eng(**QUIET)
+    buf = np.zeros(5000, np.complex128)
+    buf[100:200] = 0.5
+    buf[3000:3100] = 0.5j
+    e.tx_dac(buf)
+    # each burst with room for the channel's tail (multipath, resampling)
+    assert [(s, len(b)) for s, b in e.bursts] == [(LATENCY + 100, 132), (LATENCY + 3000, 132)]
+    assert e.tx_time == LATENCY + 5000
+    e.advance(LATENCY + 231)  # the first burst's last sample (its tail included) not yet read
+    assert len(e.bursts) == 2 and e.rx_count == LATENCY + 231
+    e.advance(1)
+    assert len(e.bursts) == 1
+    e.advance(3000)
+    assert len(e.bursts) == 0
+    e.tx_dac(np.zeros(0))
+    assert e.tx_time == LATENCY + 5000  # nothing queued
+    with pytest.raises(ValueError, match="n >= 1"):
+        e.rx(0)
+
+
+def test_ensm_off_radiates_and_receives_nothing():
+    e = _eng(noise_dbfs=-40.0, stale_buffers=0)
+    e.enabled = False
+    e.tx_dac(np.ones(1000))
+    assert not e.bursts and e.tx_time == LATENCY + 1000
+    b = e.rx(4096)
+    assert not np.any(b.samples) and b.counter == 0 and e.rx_count == 4096
+
+
+def test_cyclic_buffer_repeats_from_its_start():
+    e = _eng(**QUIET)
+    wave = np.array([0.25, 0.5, -0.25, -0.5] * 25, np.complex128)  # 100 samples
+    e.tx_dac(wave, cyclic=True)
+    assert e.tx_active and e.cyclic[0] == LATENCY
+    x = e.rx(LATENCY + 1000).samples
+    assert not np.any(x[:LATENCY])
+    got = x[LATENCY:].real * ADC_FS
+    ref = np.tile(wave.real, 10) * ADC_FS
+    assert np.corrcoef(got, ref)[0, 1] > 0.999
+    e.stop_cyclic()
+    assert not e.tx_active and not np.any(e.rx(500).samples)
+    e.tx_dac(np.zeros(0), cyclic=True)  # an empty cyclic buffer sends nothing
+    assert not np.any(e.rx(500).samples)
+
+
+def test_digital_loopback_returns_the_dac_codes():
+    e = _eng(radio={"loopback": 1}, noise_dbfs=-20.0, stale_buffers=0, ppm=10.0)
+    x = np.array([0.5, -0.25j, 1.5, 17 / 2**14, 2.5], np.complex128)
+    e.tx_dac(x)
+    assert e.last_truth == {"rx_offset": LATENCY, "n": 5, "loopback": 1}
+    got = e.rx(LATENCY + 5).samples[LATENCY:]
+    # the DAC's 12-bit codes (int16 >> 4) straight into the RX path, no noise: full scale 1.0
+    # is 1024 codes, the DAC clips at 2.0 (32767 >> 4 = 2047)
+    np.testing.assert_array_equal(got * ADC_FS, [512, -256j, 1536, 1, 2047])
+
+
+def test_a_tx_lo_outside_the_rx_band_is_not_received():
+    e = _eng(**QUIET)
+    e.lo_offset_hz = e.cfg.sample_rate_hz / 2
+    e.tx_dac(np.ones(100))
+    assert e.last_truth["out_of_band"] is True
+    assert not np.any(e.rx(LATENCY + 100).samples)
+    e.lo_offset_hz = e.cfg.sample_rate_hz / 2 - 1
+    e.tx_dac(np.full(100, 0.5))
+    assert "out_of_band" not in e.last_truth and np.any(e.rx(LATENCY + 100).samples)
+
+
+def test_received_level_follows_tx_gain_path_gain_and_rx_gain():
+    def level(tx_gain, path, rx_gain):
+        e = _eng(
+            radio={"tx_gain_db": tx_gain, "rx_gain_db": rx_gain},
+            path_gain_db=path,
+            **QUIET,
+        )
+        e.tx_dac(np.full(4000, 0.1, np.complex128))
+        return _rms_dbfs(e.rx(LATENCY + 4000).samples[LATENCY + 100 : LATENCY + 3900])
+
+    # the RX gain makes up the losses, so the ADC's rounding stays small (about 200 codes)
+    ref = level(0.0, 0.0, REF_GAIN_DB)
+    assert abs(ref - 20 * math.log10(0.1)) < 0.05  # full scale in, full scale out at 40 dB
+    assert abs(level(-10.0, 0.0, REF_GAIN_DB + 10) - ref) < 0.05
+    assert abs(level(0.0, -20.0, REF_GAIN_DB + 20) - ref) < 0.05
+    assert abs(level(-10.0, -20.0, REF_GAIN_DB + 24) - (ref - 6)) < 0.05
+    e = _eng(radio={"tx_gain_db": -10.0}, path_gain_db=-20.0, **QUIET)
+    e.tx_dac(np.full(4000, 0.1, np.complex128))
+    # against the noise floor; the DAC takes 0.1 to 1632 / 2**14 (-0.034 dB)
+    assert abs(e.last_truth["snr_db"] - (-20 - 30 + 200)) < 0.05
+    assert e.last_truth["cfo_hz"] == 0.0 and e.last_truth["delays"] == [0]
+
+
+@pytest.mark.parametrize("gain", [REF_GAIN_DB, REF_GAIN_DB + 6])
+def test_thermal_noise_is_noise_dbfs_at_the_reference_gain(gain):
+    e = _eng(radio={"rx_gain_db": gain}, noise_dbfs=-40.0, stale_buffers=0)
+    x = e.rx(200_000).samples
+    assert abs(_rms_dbfs(x) - (-40.0 + gain - REF_GAIN_DB)) < 0.1
+    assert abs(np.mean(x)) < 1e-3  # no DC unless asked for
+    assert abs(np.var(x.real) - np.var(x.imag)) / np.var(x) < 0.03  # circular
+
+
+def test_dc_offset_level_and_a_blocks_mean():
+    e = _eng(noise_dbfs=-60.0, dc_offset_dbfs=-30.0, stale_buffers=0)
+    assert abs(abs(e.dc) - 10 ** (-30 / 20) * ADC_FS) < 1e-9
+    x = e.rx(100_000).samples
+    assert abs(20 * math.log10(abs(np.mean(x))) - (-30.0)) < 0.1
+    assert abs(np.mean(x) * ADC_FS - e.dc) < 0.5
+
+
+def test_manual_gain_is_clipped_and_agc_steps():
+    e = _eng(radio={"rx_gain_db": 30.0}, **QUIET)
+    e.set_gain(100)
+    assert e.gain_db == 71.0 == e.manual_gain_db
+    e.set_gain(-10)
+    assert e.gain_db == -3.0
+    a = _eng(radio={"rx_gain_mode": "slow_attack"}, **QUIET)
+    assert a.gain_db == 71.0  # the AGC starts high
+    a.set_gain(10)  # the driver ignores it outside manual mode
+    assert a.gain_db == 71.0
+    loud = np.full(1000, 0.5 * ADC_FS)  # -6 dBFS: 6 dB too loud
+    a._agc(loud)
+    assert a.gain_db == 68.0  # the slow AGC steps down at most 3 dB a block
+    quiet = np.full(1000, 10 ** (-22 / 20) * ADC_FS)  # 10 dB too quiet
+    a._agc(quiet)
+    assert a.gain_db == 69.0  # and up at most 1 dB
+    a.gain_db = 70.5
+    a._agc(quiet)
+    assert a.gain_db == 71.0  # never past the range
+    f = _eng(radio={"rx_gain_mode": "fast_attack"}, **QUIET)
+    f._agc(loud)
+    assert f.gain_db == pytest.approx(71.0 - 12.0 - 20 * math.log10(0.5))  # all at once
+    f._agc(np.zeros(1000))
+    assert f.gain_db == 71.0
+    m = _eng(radio={"rx_gain_db": 20.0}, **QUIET)
+    m._agc(loud)
+    assert m.gain_db == 20.0
+
+
+def test_drops_and_stale_buffers():
+    e = _eng(noise_dbfs=-60.0, stale_buffers=2, drop_every=2, drop_samples=100)
+    stale = [e.rx(1000) for _ in range(2)]
+    assert [b.counter for b in stale] == [-1, -1] and e.rx_count == 0
+    b1, b2, b3 = (e.rx(1000) for _ in range(3))
+    assert (b1.counter, b1.lost, b1.flags) == (0, 0, 0)
+    assert (b2.counter, b2.lost) == (1100, 100)
+    assert b2.flags == BlockFlag.OVERFLOW | BlockFlag.LOST
+    assert (b3.counter, b3.lost) == (2100, 0)
+    e.inject_drop(7)
+    e.inject_drop(3)
+    b4 = e.rx(1000)
+    assert (b4.counter, b4.lost) == (3100 + 10 + 100, 110)  # both, and the periodic drop
+
+
+def test_raw_rx_is_complex128_adc_codes():
+    e = _eng(noise_dbfs=-20.0, stale_buffers=0)
+    raw, blk = e.raw_rx(1000)
+    assert raw.dtype == np.complex128 and blk.counter == 0
+    np.testing.assert_array_equal(raw, blk.samples.astype(np.complex128) * 2048)
+    np.testing.assert_array_equal(raw.real, np.round(raw.real))
+
+
+def test_xo_offset_in_truth_and_retune():
+    r = SimRadio(
+        RadioConfig(backend="sim", lo_hz=1e9, rx_buffer_size=1024, sim=SimConfig(ppm=5.0, **QUIET))
+    )
+    assert r.engine.cfo_hz == pytest.approx(5e3)
+    r.engine.lo_offset_hz = 1e3  # the TX LO apart from the RX LO (the twin's two LOs)
+    r.tx(np.full(100, 0.5, np.complex64))
+    assert r.last_truth["cfo_hz"] == pytest.approx(5e3)  # the XO's part
+    x = np.concatenate([r.rx().samples for _ in range(4)])
+    on = x[np.abs(x) > 0.1]
+    f = np.angle(np.mean(on[1:] * np.conj(on[:-1]))) / (2 * math.pi) * r.cfg.sample_rate_hz
+    assert abs(f - 6e3) < 50
+    new = RadioConfig(backend="sim", lo_hz=2e9, rx_gain_db=50.0, rx_buffer_size=1024, sim=r.cfg.sim)
+    r._retune(new, {"lo_hz", "rx_gain_db"})
+    assert r.engine.cfo_hz == pytest.approx(10e3) and r.rx_gain_db == 50.0
+    r._retune(RadioConfig(backend="sim", lo_hz=3e9, sim=r.cfg.sim), {"rx_gain_db"})
+    assert r.engine.cfo_hz == pytest.approx(10e3)  # the LO did not change
+
+
+def test_backend_refusals():
+    with pytest.raises(RadioError, match="SimRadio needs backend 'sim', got 'pluto'"):
+        SimRadio(RadioConfig(backend="pluto", uri="ip:192.168.2.1"))
+    r = SimRadio(RadioConfig(backend="sim", rx_gain_mode="fast_attack", sim=SimConfig(**QUIET)))
+    with pytest.raises(RadioError, match="set by the AGC in mode 'fast_attack'"):
+        r.set_rx_gain(10.0)
+    m = SimRadio(RadioConfig(backend="sim", rx_buffer_size=2048, sim=SimConfig(**QUIET)))
+    m.set_rx_gain(12.0)
+    assert m.rx_gain_db == 12.0
+    assert len(m.rx().samples) == 2048 and len(m.rx(100).samples) == 100
+    m.inject_drop(5)
+    assert m.rx().lost == 5
+    m.configure(RadioConfig(backend="sim", rx_buffer_size=1024, sim=SimConfig(**QUIET)))
+    assert m.engine.rx_count == 4 * 1024 and m.engine.stale_left == 0
