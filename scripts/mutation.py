@@ -39,6 +39,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/phy/test_receive.py",
             "tests/phy/test_surrogate.py",
             "tests/phy/test_receive_frame.py",
+            "tests/phy/test_receive_reference.py",
         ],
     ),
     "wire": (
