@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # module key -> (file to mutate, test files of its area)
 MODULES: dict[str, tuple[str, list[str]]] = {
     "header": ("hil/phy/header.py", ["tests/phy/test_frame.py"]),
-    "coding": ("hil/phy/coding.py", ["tests/phy/test_frame.py"]),
+    "coding": ("hil/phy/coding.py", ["tests/phy/test_frame.py", "tests/phy/test_coding.py"]),
     "sync": ("hil/phy/sync.py", ["tests/phy/test_sync.py"]),
     "receive": (
         "hil/phy/receive.py",
@@ -99,28 +99,70 @@ EQUIVALENT: dict[str, str] = {
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
     # hil/phy/coding.py
     "hil.phy.coding.x_repetition_decode__mutmut_10": "numpy's reshape takes -2 as -1 (unknown)",
-    "hil.phy.coding.x_viterbi_decode__mutmut_66": "as repetition_decode mutmut_10",
-    "hil.phy.coding.x_viterbi_decode__mutmut_73": "as repetition_decode mutmut_10",
-    "hil.phy.coding.x_viterbi_decode__mutmut_47": (
+    "hil.phy.coding.x_viterbi_decode__mutmut_41": "as repetition_decode mutmut_10",
+    "hil.phy.coding.x_viterbi_decode__mutmut_48": "as repetition_decode mutmut_10",
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_43": "as repetition_decode mutmut_10",
+    "hil.phy.coding.x_viterbi_decode__mutmut_22": (
         "branch sign 2 - 2b = 1 + (1 - 2b): adds l0 + l1 to every branch of a step, the same "
         "for all paths"
     ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_49": (
+    "hil.phy.coding.x_viterbi_decode__mutmut_24": (
         "branch sign 1 - 3b = 1.5 (1 - 2b) - 0.5: every path metric scaled by 1.5 and shifted "
         "by the same amount; the argmax is unchanged"
     ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_105": (
+    "hil.phy.coding.x_viterbi_decode__mutmut_80": (
         "start metric 1 instead of 0: every path starts in that one state, the same offset for all"
     ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_116": (
+    "hil.phy.coding.x_viterbi_decode__mutmut_91": (
         "ties (two exactly equally likely paths) broken the other way: both are ML decisions"
     ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_161": (
+    "hil.phy.coding.x_viterbi_decode__mutmut_136": (
         "one more traceback step at t = -1 writes the last column, a tail bit that is cut off"
     ),
-    # hil/phy/sync.py: StreamSync.refine and coding.invert_hard were rewritten (the lags one
-    # LTS period beyond the window; the GF(2) batch inverse), which renumbers their mutants: the
-    # equivalents listed for them are to be found again from a fresh run, none is excluded now
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_121": "as viterbi_decode mutmut_136",
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_75": (
+        "an unstable sort orders exactly equal candidates (equally likely paths, or ranks no "
+        "path reaches, all -inf) differently: the list is the same up to ties, as documented"
+    ),
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_78": "as list_viterbi_decode mutmut_75",
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_77": "argsort's axis defaults to -1",
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_83": "numpy reads the sort kind in any case",
+    "hil.phy.coding.x_list_viterbi_decode__mutmut_91": "take_along_axis's axis defaults to -1",
+    "hil.phy.coding.x__llr_batch__mutmut_3": (
+        "asarray without float64: the first product with the float64 branch signs promotes any "
+        "real input to float64 before anything is summed"
+    ),
+    "hil.phy.coding.x__llr_batch__mutmut_5": "as _llr_batch mutmut_3 (dtype argument dropped)",
+    "hil.phy.coding.x_invert_hard_batch__mutmut_22": (
+        "astype(None) is float64: the same 0/1 values"
+    ),
+    "hil.phy.coding.x_invert_hard_batch__mutmut_23": (
+        "0/1 bits cast to float64 directly instead of through uint8: the same values for the "
+        "0/1 inputs the function takes (only values such as 256 would differ)"
+    ),
+    # hil/phy/sync.py
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_62": (
+        "the coarse derotation's phase origin moved: a constant phase on the whole segment, "
+        "which neither the correlation magnitudes nor the fine CFO (a phase difference) see"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_63": "as refine mutmut_62",
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_71": "np.correlate's mode defaults to 'valid'",
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_153": (
+        "j <= scored: j = i + n with i inside the window is at most scored - 1, and j = i - n "
+        "is smaller still"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_155": (
+        "ext < j instead of ext <= j: j = ext lies in the window, whose maximum is i, so "
+        "rho[j] > rho[i] is false either way"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_157": (
+        "ext <= j < ext - lags is empty, so lags inside the window are considered too; but the "
+        "window's maximum is i, so none of them scores higher"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_158": (
+        "rho[j] >= rho[i]: moves on an exact tie between two lags a period apart, where "
+        "neither is more likely"
+    ),
     # hil/apps/accounting.py
     "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_18": (
         "p0 <= h: a header failure never sits at the stream position of a frame whose header "

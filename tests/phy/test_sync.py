@@ -376,3 +376,61 @@ def test_dense_frames_with_quiet_gaps_all_found_on_time(rng):
     y = impair(x, snr_db=20, cfo_hz=10e3, seed=8)
     ev = run_receiver(FrameReceiver(CFG), y, 65536)
     _check(ev, starts, headers, cfo_hz=10e3)
+
+
+def _one_frame_at_400():
+    rng = np.random.default_rng(9)
+    frames, _, _ = make_frames(FB, rng, 1)
+    x = np.r_[np.zeros(400, np.complex64), frames[0], np.zeros(400, np.complex64)]
+    return impair(x, snr_db=20, cfo_hz=2e3, seed=6)
+
+
+def test_refine_moves_a_period_at_both_edges_of_its_window():
+    """The plateau estimate d samples off (t_pred - true LTS lag): within the +-64-lag window
+    the peak is found; up to one period (64 lags) beyond either end the window holds the
+    half-aligned peak and refine moves to the true one, down to the first lag it scores
+    (d = 128: one period before the window's first lag) and from the first lag past its end
+    (d = -65). The gate is lowered so the half-aligned peaks at the window's very edges pass
+    it (0.29 captured at d = 128), and the captured energy is the true peak's wherever the
+    search started."""
+    y = _one_frame_at_400()
+    s = StreamSync(CFG, lts_threshold=0.2)
+    _, p = s.metric(y)
+    pos0 = 400 + ((CFG.sts_repeats - 1 - s.W) * s.L) // 2  # t_pred on the true lag
+    centred = s.refine(y, 0, pos0, complex(p[26]))
+    assert centred.frame_start == 400
+    for d in (128, 127, 65, 64, 1, -1, -64, -65, -127, -128):
+        det = s.refine(y, 0, pos0 + d, complex(p[26]))
+        assert det is not None and det.frame_start == 400, d
+        assert det.lts_metric == pytest.approx(centred.lts_metric, rel=0.2), d
+        assert det.cfo_norm == pytest.approx(centred.cfo_norm, abs=1e-9), d
+    for d in (130, -130):  # more than a period beyond the window: nothing there to move to
+        det = s.refine(y, 0, pos0 + d, complex(p[26]))
+        assert det is None or det.frame_start != 400
+
+
+def test_refine_gate_threshold_is_inclusive_and_leaves_the_sc_metric_to_its_caller():
+    y = _one_frame_at_400()
+    s = StreamSync(CFG)
+    _, p = s.metric(y)
+    det = s.refine(y, 0, 424, complex(p[26]))
+    assert det.sc_metric == 0.0  # the stream fills in the Schmidl-Cox metric it found
+    s.lts_threshold = det.lts_metric  # exactly at the gate: accepted
+    assert s.refine(y, 0, 424, complex(p[26])) is not None
+    s.lts_threshold = np.nextafter(det.lts_metric, np.inf)
+    assert s.refine(y, 0, 424, complex(p[26])) is None
+
+
+def test_refine_at_the_start_of_the_buffer():
+    """r starting exactly at the first long training symbol (a frame cut by the buffer), the
+    plateau estimate placing it 10 samples before r: the search window, clipped at r's first
+    sample, still holds lag 0 (and not the half-aligned peak at lag 64 to move from)."""
+    y = _one_frame_at_400()
+    s = StreamSync(CFG)
+    _, p = s.metric(y)
+    first = 400 + CFG.sts_len + CFG.lts_cp  # the first long symbol
+    r = y[first:]
+    pos = -CFG.sts_len - CFG.lts_cp + ((CFG.sts_repeats - 1 - s.W) * s.L) // 2 - 10
+    det = s.refine(r, 1000, pos, complex(p[26]))
+    assert det is not None and det.lts_start == 1000 - CFG.lts_cp
+    assert det.frame_start == 1000 - CFG.lts_cp - CFG.sts_len

@@ -1,0 +1,80 @@
+"""The header's convolutional code: the hard-decision inversion against its definition, the
+input checks of the batched paths, the list decoder's list sizes."""
+
+import numpy as np
+import pytest
+
+from hil.phy import coding
+from hil.phy.coding import (
+    MAX_LIST,
+    TAIL,
+    conv_encode,
+    invert_hard,
+    invert_hard_batch,
+    list_viterbi_decode,
+    viterbi_decode,
+)
+
+G0 = [1, 0, 1, 1, 0, 1, 1]  # 133 octal, taps on u[n], u[n - 1], ... u[n - 6]
+G1 = [1, 1, 1, 1, 0, 0, 1]  # 171 octal
+
+
+def _toeplitz(taps, n):
+    m = np.zeros((n, n), np.int64)
+    for i, t in enumerate(taps):
+        m += t * np.eye(n, k=-i, dtype=np.int64)
+    return m
+
+
+def test_hard_inversion_matrices_are_the_generators_inverse():
+    """Built afresh (the matrices are cached per length): A^-1 inverts the first stream's
+    Toeplitz matrix over GF(2), and the second matrix maps the first stream onto the second."""
+    coding._hard_inverse.cache_clear()
+    for steps in (7, 30):
+        a_inv, m = coding._hard_inverse(steps)
+        assert a_inv.dtype == np.float64 and a_inv.shape == (steps, steps)
+        a, b = _toeplitz(G0, steps), _toeplitz(G1, steps)
+        np.testing.assert_array_equal((a @ a_inv.astype(np.int64)) % 2, np.eye(steps))
+        np.testing.assert_array_equal((b @ a_inv.astype(np.int64)) % 2, m)
+    coding._hard_inverse.cache_clear()
+
+
+def test_invert_hard_batch_recovers_codewords_and_refuses_the_rest():
+    coding._hard_inverse.cache_clear()
+    rng = np.random.default_rng(4)
+    bits = rng.integers(0, 2, size=(5, 40)).astype(np.uint8)
+    coded = np.stack([conv_encode(r) for r in bits])
+    got, ok = invert_hard_batch(coded)
+    assert ok.all() and got.dtype == np.uint8
+    np.testing.assert_array_equal(got, bits)
+    bad = coded.copy()
+    bad[0, 3] ^= 1  # first stream
+    bad[1, 10] ^= 1  # second stream
+    bad[2, -1] ^= 1  # the tail
+    _, ok = invert_hard_batch(bad)
+    assert ok.tolist() == [False, False, False, True, True]
+    assert invert_hard(bad[0]) is None
+    np.testing.assert_array_equal(invert_hard(coded[3].astype(bool)), bits[3])
+    one = conv_encode(np.array([1], np.uint8))  # the shortest codeword: one bit and the tail
+    assert len(one) == 2 * (TAIL + 1)
+    np.testing.assert_array_equal(invert_hard_batch(one[None])[0], [[1]])
+    for shape in ((1, 2 * TAIL), (1, 2 * TAIL + 1), (2 * TAIL + 2,), (1, 1, 14)):
+        with pytest.raises(ValueError) as exc:
+            invert_hard_batch(np.zeros(shape, np.uint8))
+        assert str(exc.value) == f"coded must be [B, L] with even L >= 14, got {shape}"
+
+
+def test_list_sizes_from_one_to_max_list():
+    rng = np.random.default_rng(2)
+    bits = rng.integers(0, 2, size=20).astype(np.uint8)
+    llr = (1.0 - 2.0 * conv_encode(bits)) * 2 + rng.normal(size=52)
+    paths, metric = list_viterbi_decode(llr, 1)
+    assert paths.shape == (1, 20) and metric.shape == (1,)
+    np.testing.assert_array_equal(paths[0], viterbi_decode(llr))
+    paths, metric = list_viterbi_decode(llr, MAX_LIST)
+    assert paths.shape == (MAX_LIST, 20) and np.all(np.diff(metric) <= 0)
+    np.testing.assert_array_equal(paths[0], viterbi_decode(llr))
+    for bad in (0, MAX_LIST + 1, -1):
+        with pytest.raises(ValueError) as exc:
+            list_viterbi_decode(llr, bad)
+        assert str(exc.value) == f"n_list must be in 1..64, got {bad}"
