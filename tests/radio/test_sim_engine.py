@@ -276,3 +276,200 @@ def test_backend_refusals():
     assert m.rx().lost == 5
     m.configure(RadioConfig(backend="sim", rx_buffer_size=1024, sim=SimConfig(**QUIET)))
     assert m.engine.rx_count == 4 * 1024 and m.engine.stale_left == 0
+
+
+FS = 2.5e6
+CHANNEL = [
+    {"kind": "multipath", "profile": "exponential", "n_taps": 4, "decay_samples": 1.5},
+    {"kind": "cfo", "max_cfo_hz": 3000.0},
+]
+
+
+def test_a_burst_through_the_channel_and_its_truth():
+    """The received burst is the training chain's output on the DAC's samples (the same draw,
+    from a copy of the engine's generator), and the truth names what it drew."""
+    import torch
+
+    from hil.channel import ChannelChain
+
+    e = _eng(radio={"sample_rate_hz": FS, "tx_gain_db": -6.0}, channel=CHANNEL, **QUIET)
+    gen = torch.Generator()
+    gen.set_state(e.gen.get_state())
+    rng = np.random.default_rng(0)
+    x = np.zeros(3000, np.complex128)
+    x[200:2200] = (rng.normal(size=2000) + 1j * rng.normal(size=2000)) * 0.1
+    e.tx_dac(x)
+    truth = e.last_truth
+    chain = ChannelChain.from_tables(e.cfg.sim.stages(FS))
+    t = torch.from_numpy(np.r_[e.dac(x[200:2200]) * 10 ** (-6 / 20), np.zeros(32)])[None]
+    out = chain(t, generator=gen)
+    rec = {k: v for r in out.record.values() for k, v in r.items()}
+    taps = rec["taps"][0].abs().numpy() ** 2
+    assert truth["rx_offset"] == LATENCY + 200 == truth["frame_offset"] and truth["n"] == 2000
+    assert truth["cfo_hz"] == pytest.approx(float(rec["cfo_hz"][0]), abs=1e-9)
+    assert 0 < abs(truth["cfo_hz"]) <= 3000
+    assert truth["delays"] == [0, 1, 2, 3]
+    assert truth["tap_power_db"] == [round(10 * math.log10(p), 2) for p in taps]
+    y = out.y[0].numpy()
+    want_snr = 10 * math.log10(np.mean(np.abs(y[:2000]) ** 2)) + 200
+    assert truth["snr_db"] == pytest.approx(want_snr, abs=1e-9)
+    got = e.rx(LATENCY + 2400).samples[LATENCY + 200 :]
+    np.testing.assert_allclose(got[: len(y)], y, rtol=0, atol=0.75 / 2048)  # the ADC's step
+    # the same seed draws the same world
+    e2 = _eng(radio={"sample_rate_hz": FS, "tx_gain_db": -6.0}, channel=CHANNEL, **QUIET)
+    e2.tx_dac(x)
+    assert e2.last_truth == truth
+
+
+def test_xo_cfo_is_added_to_the_channels_in_truth():
+    e = _eng(radio={"lo_hz": 1e9}, channel=[{"kind": "cfo", "max_cfo_hz": 500.0}], ppm=3.0, **QUIET)
+    e.tx_dac(np.full(500, 0.2))
+    chain_cfo = e.last_truth["cfo_hz"] - 3e3
+    assert 0 < abs(chain_cfo) <= 500
+    assert e.last_truth["delays"] == [0] and e.last_truth["tap_power_db"] == [0.0]
+
+
+def test_the_world_is_seeded():
+    def run(seed):
+        e = _eng(
+            channel=CHANNEL, noise_dbfs=-30.0, dc_offset_dbfs=-40.0, seed=seed, stale_buffers=1
+        )
+        e.tx_dac(np.full(1000, 0.3))
+        return np.concatenate([e.rx(2048).samples for _ in range(3)]), e.last_truth
+
+    a, ta = run(5)
+    b, tb = run(5)
+    c, _ = run(6)
+    np.testing.assert_array_equal(a, b)
+    assert ta == tb and not np.array_equal(a, c)
+    # the DC offset's phase is uniform over seeds
+    ph = [_eng(dc_offset_dbfs=-30.0, seed=s).dc for s in range(400)]
+    assert abs(np.mean(np.exp(1j * np.angle(ph)))) < 0.1
+
+
+def test_stale_buffers_are_loud_garbage_of_the_block_size():
+    e = _eng(noise_dbfs=-60.0, stale_buffers=1)
+    b = e.rx(20_000)
+    assert len(b.samples) == 20_000 and b.counter == -1 and b.samples.dtype == np.complex64
+    comp = np.sqrt(np.mean(b.samples.real**2))  # N(0, 1024^2) codes per component, clipped
+    assert 0.45 < comp < 0.52
+
+
+def test_rx_arguments_and_closed_messages():
+    e = _eng(**QUIET)
+    assert len(e.rx(1).samples) == 1 and e.rx_count == 1
+    with pytest.raises(ValueError) as exc:
+        e.rx(0)
+    assert str(exc.value) == "rx needs n >= 1"
+    r = SimRadio(RadioConfig(backend="sim", sim=SimConfig(**QUIET)))
+    assert r.last_truth is None
+    r.close()
+    for call in (lambda: r.rx(), lambda: r.tx(np.zeros(10, np.complex64))):
+        with pytest.raises(RadioError) as exc:
+            call()
+        assert str(exc.value) == "sim radio is closed"
+    with pytest.raises(RadioError) as exc:
+        r.wait_tx()
+    assert str(exc.value) == "wait_tx on a closed radio: nothing queued will go out"
+
+
+def test_ensm_off_keeps_device_time_and_silences_a_cyclic_buffer():
+    e = _eng(**QUIET)
+    e.tx_dac(np.full(100, 0.5), cyclic=True)
+    e.enabled = False
+    b1, b2 = e.rx(4096), e.rx(4096)
+    assert (b1.counter, b2.counter) == (0, 4096) and e.rx_count == 8192
+    assert not np.any(b1.samples) and not np.any(b2.samples)
+    e.inject_drop(10)
+    b3 = e.rx(100)
+    assert (b3.counter, b3.lost) == (
+        8192 + 10,
+        10,
+    ) and b3.flags == BlockFlag.OVERFLOW | BlockFlag.LOST
+
+
+def test_loopback_blocks_carry_drops():
+    e = _eng(radio={"loopback": 1}, **QUIET)
+    e.inject_drop(5)
+    b = e.rx(100)
+    assert (b.counter, b.lost, b.flags) == (5, 5, BlockFlag.OVERFLOW | BlockFlag.LOST)
+    assert e.rx(100).counter == 105
+
+
+def test_cyclic_buffer_exactly_and_with_a_burst_on_top():
+    r = SimRadio(RadioConfig(backend="sim", tx_gain_db=-6.0, sim=SimConfig(**QUIET)))
+    e = r.engine
+    t0 = e.rx_count
+    rng = np.random.default_rng(1)
+    wave = ((rng.normal(size=97) + 1j * rng.normal(size=97)) * 0.1).astype(np.complex64)
+    r.tx(wave, cyclic=True)
+    assert e.cyclic is not None and e.cyclic[0] == t0 + LATENCY
+    first = e.rx(LATENCY + 500).samples  # from t0
+    per = e.dac(wave.astype(np.complex128)) * 10 ** (-6 / 20)
+    np.testing.assert_allclose(first[LATENCY:], np.tile(per, 6)[:500], atol=0.75 / 2048)
+    assert not np.any(first[:LATENCY])
+    later = e.rx(1000).samples  # a block starting mid-way through a period
+    k = 500 % 97  # the buffer's sample under the block's first
+    np.testing.assert_allclose(later, np.roll(np.tile(per, 12), -k)[:1000], atol=0.75 / 2048)
+    e.tx_dac(np.full(300, 0.25))  # a burst on top of the cyclic buffer: they add
+    start = e.last_truth["rx_offset"]
+    e.advance(start - e.rx_count)
+    both = e.rx(300).samples
+    k = (start - t0 - LATENCY) % 97
+    want = np.roll(np.tile(per, 4), -k)[:300] + 0.25 * 10 ** (-6 / 20)
+    np.testing.assert_allclose(both, want, atol=1.5 / 2048)
+
+
+def test_a_burst_inside_a_buffer_lands_at_its_offset():
+    e = _eng(radio={"lo_hz": 1e9}, ppm=2.0, **QUIET)
+    buf = np.zeros(1000, np.complex128)
+    buf[300:600] = 0.5j
+    e.tx_dac(buf)
+    assert e.last_truth["rx_offset"] == LATENCY + 300 == e.last_truth["frame_offset"]
+    y = e.rx(LATENCY + 700).samples[LATENCY + 300 : LATENCY + 600]
+    # the XO's CFO ramp runs in device time: its phase at the burst's first sample
+    ph = np.angle(y[0] / 0.5j)
+    assert abs(ph - (2 * np.pi * 2e3 * (LATENCY + 300) / 4e6 + np.pi) % (2 * np.pi) + np.pi) < 2e-2
+
+
+def test_the_dds_tone_at_the_antenna():
+    f = 50_000.0
+    e = _eng(radio={"tx_gain_db": -10.0}, path_gain_db=-3.0, **QUIET)
+    e.tone = lambda idx: 0.3 * np.exp(2j * np.pi * f / 4e6 * idx)
+    e.lo_offset_hz = 2_000.0
+    e.advance(1000)
+    y = e.rx(4000).samples.astype(np.complex128)
+    idx = np.arange(1000, 5000)
+    want = 0.3 * 10 ** (-13 / 20) * np.exp(2j * np.pi * (f + 2e3) / 4e6 * idx)
+    np.testing.assert_allclose(y, want, atol=0.75 / 2048)
+    e.lo_offset_hz = 2e6  # TX LO outside the RX band
+    assert not np.any(e.rx(100).samples)
+    lb = _eng(radio={"loopback": 1}, **QUIET)  # digital loopback: the tone's codes, no RF
+    lb.tone = lambda idx: np.full(len(idx), 0.5 + 0.25j)
+    np.testing.assert_array_equal(lb.rx(10).samples * 2048, np.full(10, 512 + 256j))
+
+
+def test_paced_rx_runs_at_the_sample_rate():
+    import time
+
+    e = _eng(radio={"sample_rate_hz": 2.5e6}, paced=True, **QUIET)
+    t = time.monotonic()
+    for _ in range(10):
+        e.rx(10_000)  # 40 ms of device time in all
+    assert time.monotonic() - t >= 0.035
+
+
+def test_iq_imbalance_of_gain_or_phase_alone():
+    tone = np.exp(2j * np.pi * 0.1 * np.arange(4096)).astype(np.complex64) * 0.1
+    for iq in ({"iq_gain_db": 1.0}, {"iq_phase_deg": 3.0}):
+        spec = np.abs(np.fft.fft(_eng(noise_dbfs=-120.0, **iq).impair(tone)))
+        assert spec[4096 - 410] > 1e-2 * spec[410], iq  # an image of 2.6 % (3 deg), 5.7 % (1 dB)
+    spec = np.abs(np.fft.fft(_eng(noise_dbfs=-120.0).impair(tone)))
+    assert spec[4096 - 410] < 2e-3 * spec[410]  # the ADC's rounding alone
+
+
+def test_agc_reads_a_quiet_block_at_its_level():
+    f = _eng(radio={"rx_gain_mode": "fast_attack"}, **QUIET)
+    f.gain_db = 0.0
+    f._agc(np.ones(1000))  # one code RMS: -66 dBFS
+    assert f.gain_db == pytest.approx(-12.0 + 20 * math.log10(2048))

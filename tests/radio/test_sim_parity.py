@@ -79,15 +79,24 @@ def test_dc_offset_is_the_training_stage():
     assert abs(abs(e.dc) / ADC_FS - 10 ** (-30 / 20)) < 1e-9
 
 
-def test_phase_noise_is_the_training_stage_and_continuous_across_blocks():
-    e = engine(phase_noise_hz=500.0)
-    stages = [{"kind": "phase_noise", "linewidth_hz": 500.0, "sample_rate_hz": 4e6}]
+@pytest.mark.parametrize("fs", [4e6, 2.5e6])
+def test_phase_noise_is_the_training_stage_and_continuous_across_blocks(fs):
+    base = dict(channel="awgn", ppm=0.0, dc_offset_dbfs=None, iq_gain_db=0.0, iq_phase_deg=0.0)
+    e = SimEngine(RadioConfig(sample_rate_hz=fs, sim=SimConfig(phase_noise_hz=500.0, **base)))
+    table = {"kind": "phase_noise", "linewidth_hz": 500.0, "sample_rate_hz": fs}
     sig = signal(seed=2)
-    want = expected(e, sig, stages, phase0=0.0)
+    # where the training stage's walk ends after block 1, from the same increments
+    inc = copy.deepcopy(e.rng).standard_normal(len(sig), dtype=np.float32)
+    inc *= np.float32(math.sqrt(2 * math.pi * 500.0 / fs))
+    x = torch.from_numpy(sig)[None]
+    end = float(
+        stage(table)(x, phase0=0.0, increments=torch.from_numpy(inc)[None]).record["phase"][0, -1]
+    )
+    want = expected(e, sig, [table], phase0=0.0)
     np.testing.assert_allclose(e.impair(sig), want, rtol=0, atol=1e-3)
-    phase_after_first = e._pn_phase
-    want2 = expected(e, sig, stages, phase0=phase_after_first)  # block 2 starts where 1 ended
+    want2 = expected(e, sig, [table], phase0=end)  # block 2 starts where block 1 ended
     np.testing.assert_allclose(e.impair(sig), want2, rtol=0, atol=1e-3)
+    assert 0 <= e._pn_phase < 2 * math.pi
 
 
 @pytest.mark.parametrize("start", [0, 123_456_789])
