@@ -635,8 +635,10 @@ def test_channel_masks():
     assert mask_channels(adc, "00000003") == [i, q]
     assert mask_channels(adc, "00000001") == [i]
     assert mask_channels(adc, "00000002") == [q]
-    assert mask_channels(adc, "0000000A".lower()[:-1] + "2") == [q]
     for bad, msg in (
+        ("0000000A", "not a scan element"),
+        ("0000000a", "not a scan element"),
+        ("0000000f", "not a scan element"),
         ("0000003", "need 8 hex digits"),
         ("000000003", "need 8 hex digits"),
         ("0000000g", "need 8 hex digits"),
@@ -655,3 +657,162 @@ def test_gain_clamp_and_rssi():
     assert isinstance(clamp_gain(5), float)
     assert rssi_db(-10.3) == 10.25 and rssi_db(-10.4) == 10.5 and rssi_db(3.0) == 0.0
     assert rssi_db(float("-inf")) == 127.75 and rssi_db(float("nan")) == 127.75
+
+
+def _all_attrs(devs):
+    for d in devs:
+        for group in (d.attrs, d.debug, d.buffer):
+            yield from ((d, None, k, a) for k, a in group.items())
+        for c in d.channels:
+            yield from ((d, c, k, a) for k, a in c.attrs.items())
+
+
+def test_every_attribute_is_filed_under_its_own_name_and_ids_are_the_plutos():
+    devs = build_pluto(PlutoState())
+    assert [d.id for d in devs] == [f"iio:device{i}" for i in range(4)]
+    for d, c, key, a in _all_attrs(devs):
+        assert a.name == key, (d.name, c and c.id, key)
+    for d in devs:
+        for c in d.channels:
+            assert c.output is True or c.output is False, (d.name, c.id)
+    # settings a client may write without effect still take the write
+    t = Twin()
+    for dev in (DDS, ADC):
+        t.devs[dev].buffer["watermark"].write("4096")
+        assert t.devs[dev].buffer["watermark"].read() == "2048"
+    assert t.devs[PHY].debug["initialize"].write is not None
+
+
+def test_the_xml_has_no_text_outside_its_elements():
+    root = ET.fromstring(context_xml(build_pluto(PlutoState())))
+    for el in root.iter():
+        assert not (el.text or "").strip() and not (el.tail or "").strip(), el.tag
+
+
+def test_exact_refusals_of_the_parsers():
+    t = Twin()
+    assert t.refused(PHY, "hardwaregain", "x", "voltage0") == "not a number: 'x'"
+    msg = t.refused(PHY, "gain_control_mode", "auto", "voltage0")
+    assert msg == "'auto' not one of manual fast_attack slow_attack hybrid"
+    phy = t.devs[PHY].debug["direct_reg_access"]
+    for bad, msg in (
+        ("08", "not a register number: '08'"),
+        ("1 2 3", "direct_reg_access: '1 2 3'"),
+    ):
+        with pytest.raises(IioError) as exc:
+            phy.write(bad)
+        assert str(exc.value) == msg and exc.value.code == errno.EINVAL
+    assert str(IioError(9999)) == "9999" and IioError(9999).code == 9999
+    # the 32-bit range of a rate comes before the device's own
+    assert t.refused(PHY, "sampling_frequency", "4294967296", "voltage0") == (
+        "4294967296 outside [0, 4294967295]"
+    )
+    assert t.refused(PHY, "sampling_frequency", "4294967295", "voltage0") == (
+        "sampling_frequency 4294967295 outside [2083333, 61440000]"
+    )
+    assert t.refused(PHY, "sampling_frequency", "0", "voltage0") == (
+        "sampling_frequency 0 outside [2083333, 61440000]"
+    )
+    for dev, out in ((ADC, False), (DDS, True)):
+        assert t.refused(dev, "sampling_frequency", "4294967296", "voltage0", out) == (
+            "4294967296 outside [0, 4294967295]"
+        )
+        assert t.refused(dev, "sampling_frequency", "4294967295", "voltage0", out) == (
+            "4294967295 not in 30720000 3840000"
+        )
+        assert t.refused(dev, "sampling_frequency", "0", "voltage0", out) == (
+            "0 not in 30720000 3840000"
+        )
+    assert t.refused(PHY, "filter_fir_en", "1", "voltage0") == (
+        "no FIR loaded (write filter_fir_config first)"
+    )
+
+
+def test_zero_is_a_value_of_the_zero_based_settings():
+    t = Twin()
+    t.write(PHY, "powerdown", "1", "RX_LO", True)
+    t.write(PHY, "powerdown", "0", "RX_LO", True)
+    assert t.s.rx_lo_powerdown == 0
+    for name, key in (("frequency", "frequency"), ("phase", "phase"), ("raw", "raw")):
+        t.write(DDS, name, "1", "TX1_I_F1", True)
+        t.write(DDS, name, "0", "TX1_I_F1", True)
+        assert t.s.dds[0][key] == 0
+
+
+def test_dma_rate_an_eighth_of_a_rate_not_divisible_by_8():
+    t = Twin()
+    t.write(PHY, "sampling_frequency", "2083333", "voltage0")
+    t.write(ADC, "sampling_frequency", "260416", "voltage0")  # 2083333 // 8
+    assert t.s.rx_dec8 and t.read(ADC, "sampling_frequency", "voltage1") == "260416"
+
+
+def test_calibration_values_are_per_core_and_channel():
+    t = Twin()
+    cells = [
+        (dev, name, ch, out)
+        for dev, out, names in (
+            (ADC, False, ("calibbias", "calibphase", "calibscale")),
+            (DDS, True, ("calibphase", "calibscale")),
+        )
+        for name in names
+        for ch in ("voltage0", "voltage1")
+    ]
+    for i, (dev, name, ch, out) in enumerate(cells):
+        t.write(dev, name, str(i + 1), ch, out)
+    assert [t.read(dev, name, ch, out) for dev, name, ch, out in cells] == [
+        str(i + 1) for i in range(len(cells))
+    ]
+
+
+def test_fir_files_as_the_tools_write_them():
+    assert parse_fir_config("RX 3 GAIN -6\n" + "1,1\n" * 16) == (16, 1)  # no DEC: 1
+    assert parse_fir_config("RX 3 GAIN 0 DEC 1\n" + "1,1\n" * 16) == (16, 1)
+    assert parse_fir_config("TXPFIR\n" + "1,1\n" * 16) == (16, 1)
+    with pytest.raises(IioError) as exc:
+        parse_fir_config("1,40000\n" * 16)
+    assert str(exc.value) == "FIR coefficient outside int16"
+    t = Twin()
+    t.write(PHY, "filter_fir_config", FTR)  # loaded but not enabled: the rates ignore it
+    assert t.read(PHY, "rx_path_rates") == (
+        "BBPLL:983040000 ADC:245760000 R2:122880000 R1:61440000 RF:30720000 RXSAMP:30720000"
+    )
+
+
+def test_register_refusals_and_status_polls():
+    s = PlutoState()
+    polls = []
+    s.poll_status = lambda: polls.append(1)
+    for fn, args in ((reg_read, ()), (reg_write, (1,))):
+        with pytest.raises(IioError) as exc:
+            fn(s, "adc", PCORE_MAGIC | 0x8A, *args)
+        assert exc.value.code == errno.EINVAL
+        assert str(exc.value) == "register 0x8000008A outside the core or unaligned"
+        with pytest.raises(IioError) as exc:
+            fn(s, "dac", 0x400, *args)
+        assert (
+            exc.value.code == errno.EINVAL and str(exc.value) == "AD9363 register 0x400 past 0x3FF"
+        )
+    reg_read(s, "adc", PCORE_MAGIC | REG_VERSION)
+    assert polls == []  # only the status register asks the server for fresh bits
+    # a core device without the magic bit reaches the AD9363 over SPI
+    reg_write(s, "adc", 0x10, 5)
+    assert s.spi[0x10] == 5 and reg_read(s, "dac", 0x10) == 5
+    t = Twin()
+    t.s.spi[1] = 7
+    assert t.devs[DDS].debug["direct_reg_access"].read() == "0x0"  # register 0 until selected
+    dds = t.devs[DDS].debug["direct_reg_access"]
+    dds.write(str(PCORE_MAGIC | REG_VERSION))
+    assert dds.read() == f"0x{CORE_VERSION['dac']:X}"
+    assert t.s.reg_addr == {"iio:device2": PCORE_MAGIC | REG_VERSION}
+
+
+def test_masks_of_a_two_word_device():
+    dev = Device(
+        "iio:device9",
+        "big",
+        channels=[Channel(f"v{i}", False, scan=(i, "le:S16/16>>0")) for i in range(40)],
+    )
+    assert dev.words == 2
+    assert [c.id for c in mask_channels(dev, "0000000100000001")] == ["v0", "v32"]
+    with pytest.raises(IioError, match="need 16 hex digits"):
+        mask_channels(dev, "00000001")
