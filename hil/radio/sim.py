@@ -62,7 +62,6 @@ class SimEngine:
         )  # (start, complex128 at the RX antenna, full-scale units)
         self.cyclic: tuple[int, np.ndarray] | None = None
         self.gain_db = cfg.rx_gain_db if cfg.rx_gain_mode == "manual" else 71.0  # AGC starts high
-        self.manual_gain_db = cfg.rx_gain_db
         self.stale_left = s.stale_buffers
         self.blocks = 0
         self.pending_drop = 0
@@ -211,7 +210,6 @@ class SimEngine:
         """Like the driver: ignored unless the gain mode is manual."""
         if self.cfg.rx_gain_mode == "manual":
             self.gain_db = float(np.clip(gain_db, *RX_GAIN_DB))
-            self.manual_gain_db = self.gain_db
 
     def _signal(self, a: int, n: int) -> np.ndarray:
         out = np.zeros(n, np.complex128)
