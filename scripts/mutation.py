@@ -263,6 +263,36 @@ EQUIVALENT: dict[str, str] = {
     "hil.radio.sim.xǁSimEngineǁtx_dac__mutmut_24": "an empty cyclic buffer through the channel comes back empty (cut to len(x) = 0)",
     "hil.radio.sim.xǁSimEngineǁtx_dac__mutmut_7": "samples kept in their own precision: the DAC rounds them to 16-bit codes, which complex64 holds exactly, and returns complex128",
     "hil.radio.sim.xǁSimEngineǁtx_dac__mutmut_9": "as tx_dac mutmut_7",
+    # hil/twin/model.py
+    "hil.twin.model.x_build_pluto__mutmut_107": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_120": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_133": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_162": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_918": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_1156": "a write that does nothing returns 0 instead of None: the server ignores what a write returns",
+    "hil.twin.model.x_build_pluto__mutmut_1180": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1188": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1189": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1195": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1203": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1204": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1380": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1388": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1389": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1395": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1403": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1404": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1410": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1418": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_1419": "the first part of a calibration cell's key only has to tell the two DMA cores apart, and the mutated one still differs from the other core's (cells independent: tested)",
+    "hil.twin.model.x_build_pluto__mutmut_706": "the file name given explicitly is the one Attr.file builds for channel 'out' anyway",
+    "hil.twin.model.x_build_pluto__mutmut_710": "as build_pluto mutmut_706 (filename left out)",
+    "hil.twin.model.x_build_pluto__mutmut_806": "_rates formats every kind but 'TX' as the RX path",
+    "hil.twin.model.x_build_pluto__mutmut_809": "_rates formats every kind but 'TX' as the RX path",
+    "hil.twin.model.x_build_pluto__mutmut_810": "_rates formats every kind but 'TX' as the RX path",
+    "hil.twin.model.x_parse_fir_config__mutmut_118": "129 taps is not a multiple of 16, refused either way",
+    "hil.twin.model.x_parse_fir_config__mutmut_33": "keyword pairs read with step 1 add pairs keyed by values (numbers), never DEC or INT: the same decimation",
+    "hil.twin.model.x_parse_fir_config__mutmut_9": "each line is strip()ped, which removes a carriage return as well",
     # hil/apps/accounting.py
     "hil.apps.accounting.xǁAccountingǁ_resolve__mutmut_18": (
         "p0 <= h: a header failure never sits at the stream position of a frame whose header "
@@ -368,6 +398,30 @@ for _n in ("decode__mutmut_7", "decode__mutmut_9", "decode__mutmut_13", "decode_
 _THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
 
 
+def short_name(mutant: str) -> str:
+    """hil.phy.header.xǁHeaderǁunpack__mutmut_43 -> Header.unpack__mutmut_43;
+    hil.phy.header.x_decode_header_bits__mutmut_5 -> decode_header_bits__mutmut_5."""
+    name = mutant.split(".x", 1)[1]
+    if name.startswith("ǁ"):
+        cls, fn = name[1:].split("ǁ", 1)
+        return f"{cls}.{fn}"
+    return name.removeprefix("_")
+
+
+def equivalents_markdown() -> str:
+    """The EQUIVALENT list as markdown: one section per module file, in MODULES order."""
+    out = []
+    for target, _ in MODULES.values():
+        prefix = target.removesuffix(".py").replace("/", ".") + ".x"
+        names = [k for k in EQUIVALENT if k.startswith(prefix)]
+        if not names:
+            continue
+        out.append(f"`{target}`:\n")
+        out += [f"- `{short_name(k)}`: {EQUIVALENT[k]}" for k in names]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def run_module(key: str, keep: Path | None) -> dict:
     target, tests = MODULES[key]
     work = Path(tempfile.mkdtemp(prefix=f"mutmut-{key}-")) if keep is None else keep / key
@@ -437,10 +491,18 @@ def main(argv=None) -> int:
     )
     p.add_argument("--list", action="store_true", help="print the modules and their tests")
     p.add_argument("--keep", type=Path, help="keep each module's scratch folder under DIR")
+    p.add_argument(
+        "--equivalents",
+        action="store_true",
+        help="print the EQUIVALENT list as markdown, by file (docs/mutation.md carries it)",
+    )
     a = p.parse_args(argv)
     if a.list:
         for k, (f, t) in MODULES.items():
             print(f"{k:<15} {f:<28} {' '.join(t)}")
+        return 0
+    if a.equivalents:
+        print(equivalents_markdown())
         return 0
     try:
         import mutmut  # noqa: F401

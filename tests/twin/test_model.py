@@ -372,7 +372,9 @@ def test_sample_rate_range_follows_the_fir():
         "BBPLL:66666624 DAC:8333328 T2:8333328 T1:4166664 TF:2083332 TXSAMP:520833"
     )
     # a rate that needs the FIR keeps it on
-    assert "needs the FIR" in t.refused(PHY, "voltage_filter_fir_en", "0", "out")
+    assert t.refused(PHY, "voltage_filter_fir_en", "0", "out") == (
+        "the sample rate needs the FIR: raise it before disabling"
+    )
     t.write(PHY, "sampling_frequency", "2083333", "voltage0")
     t.write(PHY, "voltage_filter_fir_en", "0", "out")
     assert not t.s.fir_en and t.s.rate_min == 2_083_333
@@ -803,7 +805,13 @@ def test_register_refusals_and_status_polls():
     dds = t.devs[DDS].debug["direct_reg_access"]
     dds.write(str(PCORE_MAGIC | REG_VERSION))
     assert dds.read() == f"0x{CORE_VERSION['dac']:X}"
-    assert t.s.reg_addr == {"iio:device2": PCORE_MAGIC | REG_VERSION}
+    t.devs[ADC].debug["direct_reg_access"].write("16")
+    t.devs[PHY].debug["direct_reg_access"].write("17")
+    assert t.s.reg_addr == {
+        "iio:device2": PCORE_MAGIC | REG_VERSION,
+        "iio:device3": 16,
+        "iio:device0": 17,
+    }
 
 
 def test_masks_of_a_two_word_device():
