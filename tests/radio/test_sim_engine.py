@@ -539,3 +539,11 @@ def test_xo_cfo_at_the_radios_rate(fs):
     y = e.rx(LATENCY + 2000).samples[LATENCY : LATENCY + 2000].astype(np.complex128)
     f = np.angle(np.mean(y[1:] * np.conj(y[:-1]))) / (2 * math.pi) * fs
     assert abs(f - 4e3) < 20
+
+
+def test_tx_sends_a_burst_unless_asked_for_a_cyclic_buffer():
+    e = _eng(**QUIET)
+    e.tx(np.full(10, 0.5, np.complex64))
+    assert e.cyclic is None and len(e.bursts) == 1
+    e.tx(np.full(10, 0.5, np.complex64), cyclic=True)
+    assert e.cyclic is not None
