@@ -85,18 +85,18 @@ EQUIVALENT: dict[str, str] = {
         "only inputs crafted between the two levels could decode differently"
     ),
     "hil.phy.header.x_decode_header_bits__mutmut_33": "same as mutmut_32, upper bound",
-    "hil.phy.header.x_decode_header_bits__mutmut_46": (
-        "hard decisions as float64 0/1 instead of uint8: invert_hard converts to uint8 itself"
-    ),
-    "hil.phy.header.x_decode_header_bits__mutmut_47": (
-        "LLR == 0 (an erasure) guessed as 1 instead of 0 on the fast path: a wrong guess is not "
-        "a codeword with a good CRC, so it falls back to Viterbi, which ignores the guess"
-    ),
     "hil.phy.header.x_decode_header_llr__mutmut_3": (
         "asarray without float64: decode_header_bits converts to float64 itself; isfinite and "
         "size do not depend on the dtype"
     ),
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
+    "hil.phy.header.x_decode_header_bits__mutmut_40": "LLR == 0 (an erasure) guessed as 1 instead of 0 on the fast path: a wrong guess is not a codeword with a good CRC, so the row falls back to Viterbi, which ignores the guess",
+    "hil.phy.header.x_decode_header_bits__mutmut_57": "list decoding in overlapping batches (step 1): each failed row decoded again gives the same paths and the same choice",
+    "hil.phy.header.x_decode_header_bits__mutmut_60": "the list pass with n_list = 1: its one path is the Viterbi path, which has already failed the CRC",
+    "hil.phy.header.x_decode_header_bits__mutmut_61": "as decode_header_bits mutmut_60",
+    "hil.phy.header.x_decode_header_bits__mutmut_63": "as decode_header_bits mutmut_60 (one batch)",
+    "hil.phy.header.x_decode_header_bits__mutmut_64": "batches of 33 instead of 32: rows are decoded independently, the batch size only bounds memory",
+    "hil.phy.header.x_decode_header_bits__mutmut_67": "as decode_header_bits mutmut_64",
     # hil/phy/coding.py
     "hil.phy.coding.x_repetition_decode__mutmut_10": "numpy's reshape takes -2 as -1 (unknown)",
     "hil.phy.coding.x_viterbi_decode__mutmut_41": "as repetition_decode mutmut_10",

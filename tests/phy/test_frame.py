@@ -612,3 +612,32 @@ def test_list_decoding_in_batches_matches_one_by_one(rng):
     assert sum(_crc_ok(b) for b in batch) > crc.count(True)
     for i in range(40):
         np.testing.assert_array_equal(batch[i], decode_header_bits(llr[i : i + 1], cfg)[0])
+
+
+def test_a_list_of_two_paths_is_a_list(rng):
+    """n_list = 2 already decodes again: it reads headers whose Viterbi path fails the CRC."""
+    cfg = OfdmConfig()
+    n0 = 10**0.25
+    llr = np.stack(
+        [
+            4 * (x + rng.normal(size=x.shape) * np.sqrt(n0 / 2)) / n0
+            for x in (
+                1 - 2.0 * encode_header_bits(_hdr(item_id=i), cfg).astype(np.float64)
+                for i in range(100)
+            )
+        ]
+    )
+    plain = sum(_crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=1))
+    two = sum(_crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=2))
+    assert two > plain
+
+
+def test_header_from_dict_inverts_to_dict():
+    h = _hdr()
+    d = h.to_dict()
+    assert Header.from_dict(d) == h
+    assert Header.from_dict(dict(d, shape=list(h.shape))) == h
+    with pytest.raises(ValueError):
+        Header.from_dict(dict(d, fingerprint="zz" * 8))
+    with pytest.raises(HeaderError):
+        Header.from_dict(dict(d, payload_len=-1))
