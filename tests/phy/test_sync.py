@@ -434,3 +434,22 @@ def test_refine_at_the_start_of_the_buffer():
     det = s.refine(r, 1000, pos, complex(p[26]))
     assert det is not None and det.lts_start == 1000 - CFG.lts_cp
     assert det.frame_start == 1000 - CFG.lts_cp - CFG.sts_len
+
+
+def test_refine_helpers_equal_their_numpy_definitions():
+    from hil.phy.sync import _median, _ramp, _window_sums
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 128, 129):
+        v = rng.normal(size=n)
+        assert _median(v) == np.median(v)
+    p = rng.random(300)
+    np.testing.assert_allclose(
+        _window_sums(p, 64), np.convolve(p, np.ones(64), "valid"), rtol=1e-12
+    )
+    for n, start in ((1, 0), (64, -5), (65, 3), (900, 1234)):
+        m = start + np.arange(n)
+        np.testing.assert_allclose(
+            _ramp(-3e-3, n, start), np.exp(-2j * np.pi * 3e-3 * m), atol=1e-12
+        )
+        assert len(_ramp(0.01, n, start)) == n
