@@ -55,7 +55,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ["tests/apps/test_accounting.py", "tests/apps/test_accounting_inferred.py"],
     ),
     "checkpoint": ("hil/jscc/checkpoint.py", ["tests/jscc/test_checkpoint.py"]),
-    "digital": ("hil/baseline/digital.py", ["tests/baseline/test_baseline.py"]),
+    "digital": (
+        "hil/baseline/digital.py",
+        ["tests/baseline/test_baseline.py", "tests/baseline/test_whole.py"],
+    ),
     "sim-converters": (
         "hil/radio/sim.py",
         [
@@ -328,11 +331,6 @@ EQUIVALENT: dict[str, str] = {
         "the identity"
     ),
     "hil.baseline.digital.xǁDigitalCodecǁ__init____mutmut_39": "as __init__ mutmut_38",
-    "hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_2": (
-        "y not cast to complex64: Sionna's demapper takes complex128 as well; the bits differ "
-        "at most by float rounding of the LLRs (and the LDPC decoder clips them at 20)"
-    ),
-    "hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_5": "as decode mutmut_2, for no (float64)",
     "hil.baseline.digital.xǁDigitalCodecǁ__init____mutmut_56": (
         "hard_out=True left out: it is LDPC5GDecoder's default"
     ),
@@ -343,6 +341,16 @@ EQUIVALENT: dict[str, str] = {
         "asarray without float32: 0/1 bits minus the scrambler round to the same integers"
     ),
     "hil.baseline.digital.xǁDigitalCodecǁunframe__mutmut_8": "as unframe mutmut_6",
+    "hil.baseline.digital.xǁDigitalCodecǁ_demodulate__mutmut_2": (
+        "y not cast to complex64: Sionna's demapper takes complex128 as well; the bits differ "
+        "at most by float rounding of the LLRs (and the LDPC decoder clips them at 20)"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁ_demodulate__mutmut_5": (
+        "as _demodulate mutmut_2, for no (float64)"
+    ),
+    "hil.baseline.digital.xǁDigitalCodecǁ_demodulate__mutmut_27": (
+        "the decoded 0/1 bits as float64 instead of float32: unframe reads them as float32"
+    ),
     # hil/jscc/checkpoint.py
     "hil.jscc.checkpoint.x_save_checkpoint__mutmut_41": (
         "upper-case name of the temporary weights file, renamed away at once"
@@ -360,19 +368,14 @@ EQUIVALENT: dict[str, str] = {
     ),
 }
 # Sionna's Mapper already returns complex64 for PAM and QAM, so the BPSK cast is a no-op
-for _n in (20, 21, 23):
-    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁencode__mutmut_{_n}"] = (
+for _n in (18, 19, 21):
+    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁ_modulate__mutmut_{_n}"] = (
         "Sionna's Mapper returns complex64 for PAM and QAM alike: the cast changes nothing"
-    )
-# decode's s and ns are computed and never read
-for _n in (14, 17, 30, 31):
-    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_{_n}"] = (
-        "s and ns are never read (dead code in decode)"
     )
 # LDPC5GDecoder clamps its channel LLRs to +-llr_max = 20 itself, so the +-50 clamp before it
 # (and any wider or one-sided version of it) changes nothing
-for _n in (20, 21, 23, 26, 27):
-    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁdecode__mutmut_{_n}"] = (
+for _n in (17, 18, 20, 23, 24):
+    EQUIVALENT[f"hil.baseline.digital.xǁDigitalCodecǁ_demodulate__mutmut_{_n}"] = (
         "the decoder clamps channel LLRs to +-20 itself; the +-50 clamp is redundant"
     )
 # export_checkpoint passes the source document minus format/fingerprint/model/phy as meta;
