@@ -144,31 +144,39 @@ EQUIVALENT: dict[str, str] = {
         "0/1 inputs the function takes (only values such as 256 would differ)"
     ),
     # hil/phy/sync.py
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_62": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_61": (
         "the coarse derotation's phase origin moved: a constant phase on the whole segment, "
         "which neither the correlation magnitudes nor the fine CFO (a phase difference) see"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_63": "as refine mutmut_62",
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_71": "np.correlate's mode defaults to 'valid'",
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_153": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_69": "np.correlate's mode defaults to 'valid'",
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_147": (
         "j <= scored: j = i + n with i inside the window is at most scored - 1, and j = i - n "
         "is smaller still"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_155": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_149": (
         "ext < j instead of ext <= j: j = ext lies in the window, whose maximum is i, so "
         "rho[j] > rho[i] is false either way"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_157": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_151": (
         "ext <= j < ext - lags is empty, so lags inside the window are considered too; but the "
         "window's maximum is i, so none of them scores higher"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_158": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_152": (
         "rho[j] >= rho[i]: moves on an exact tie between two lags a period apart, where "
         "neither is more likely"
     ),
+    "hil.phy.sync.x__median__mutmut_19": (
+        "partition at m - 2 and m: index m - 1 lies between two placed order statistics, the "
+        "only element there, so it is the (m - 1)-th all the same"
+    ),
+    "hil.phy.sync.x__ramp__mutmut_1": (
+        "block 65 instead of 64: any block size factors the same ramp (to rounding, 1e-15)"
+    ),
+    "hil.phy.sync.x__ramp__mutmut_4": (
+        "q = n / block as a float: np.arange(q) then holds ceil(n / block) values, as -(-n // block)"
+    ),
+    "hil.phy.sync.x__ramp__mutmut_25": "numpy's reshape takes -2 as -1 (unknown)",
     # hil/phy/receive.py
-    "hil.phy.receive.x_line_fit__mutmut_10": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.x_line_fit__mutmut_7": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
     "hil.phy.receive.x_line_fit__mutmut_2": "dim +1 is dim -1 of the [B, S] line_fit takes",
     "hil.phy.receive.x_line_fit__mutmut_23": "dim +1 is dim -1 of the [B, S] line_fit takes",
     "hil.phy.receive.x_line_fit__mutmut_33": "dim +1 is dim -1 of the [B, S] line_fit takes",
@@ -187,55 +195,42 @@ EQUIVALENT: dict[str, str] = {
     "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_86": "as __init__ mutmut_84",
     "hil.phy.receive.xǁOfdmReceiverǁ_cfo__mutmut_14": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
     "hil.phy.receive.xǁOfdmReceiverǁ_derotate__mutmut_8": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
-    "hil.phy.receive.xǁOfdmReceiverǁ_lts__mutmut_36": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
-    "hil.phy.receive.xǁOfdmReceiverǁ_lts__mutmut_25": "a / L = a L for the long training values L = +-1 on the used bins",
-    "hil.phy.receive.xǁOfdmReceiverǁ_smooth__mutmut_12": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁ_smooth__mutmut_4": "Tensor.to(None) returns the tensor unchanged",
+    "hil.phy.receive.xǁOfdmReceiverǁ_lts__mutmut_41": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
+    "hil.phy.receive.xǁOfdmReceiverǁ_smooth__mutmut_26": "Tensor.to(None) returns the tensor unchanged",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_12": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_37": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
-    "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_16": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_19": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_17": "arange without a dtype: int64 symbol indices, promoted by the product with the float ramp: the same values",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_20": "arange without a dtype: int64 symbol indices, promoted by the product with the float ramp: the same values",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_3": "rdt None: the arange defaults to float32 integers (exact) promoted by the float64 ramp, and var.to(None) is a no-op",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_23": "Tensor.to(None) returns the tensor unchanged",
     "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_46": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_101": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_110": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_113": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_36": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_39": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_74": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_78": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_98": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_109": "the bin indices as int64: converted to the real dtype where used (k.to(rdt)); the comparison is the same",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_112": "the bin indices as int64: converted to the real dtype where used (k.to(rdt)); the comparison is the same",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_122": "k > N/2 instead of >=: only the Nyquist bin N/2 changes sign, and it carries no subcarrier",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_123": "N / 2 is N // 2 for the even FFT sizes the numerology allows",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_127": "z / p = z p for pilot values p = +-1",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_325": "as forward mutmut_127",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_131": "the smoother on one symbol: no ramp (an empty sum has angle 0), a 1x1 kernel: the symbol's own phase, as without it",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_132": "the smoother skipped for two symbols: the ramp through both phases leaves each symbol at its own phase after smoothing, the same as without it",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_176": "the line through two points is the points: line_fit on two symbols changes nothing",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_149": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_156": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_159": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_184": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_187": "Tensor.to(None) returns the tensor unchanged",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_222": "Tensor.to(None) returns the tensor unchanged",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_104": "z / p = z p for pilot values p = +-1",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_316": "as forward mutmut_127",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_108": "the smoother on one symbol: no ramp (an empty sum has angle 0), a 1x1 kernel: the symbol's own phase, as without it",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_109": "the smoother skipped for two symbols: the ramp through both phases leaves each symbol at its own phase after smoothing, the same as without it",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_160": "the line through two points is the points: line_fit on two symbols changes nothing",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_126": "Tensor.to(None) returns the tensor unchanged",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_133": "Tensor.to(None) returns the tensor unchanged",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_178": "Tensor.to(None) returns the tensor unchanged",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_213": "Tensor.to(None) returns the tensor unchanged",
     "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_16": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
     "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_20": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
     "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_53": "dim +1 is dim -1 of the 2-D tensor (the function checks x is [B, L])",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_201": "|h|^2 exactly 1e-20 is then divided by 1e-10 in modulus either way",
-    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_238": "|h|^2 exactly 1e-20 is then divided by 1e-10 in modulus either way",
-    "hil.phy.receive.xǁOfdmReceiverǁphase_kernel__mutmut_21": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁphase_kernel__mutmut_24": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁphase_kernel__mutmut_22": "integer distances as int64: rho ** dist gives the same powers",
-    "hil.phy.receive.xǁOfdmReceiverǁphase_kernel__mutmut_25": "integer distances as int64: rho ** dist gives the same powers",
-    "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_5": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
-    "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_8": "device=None or no device: the CPU, where these tests (and CI) run; on CUDA the tensors would sit apart",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_192": "|h|^2 exactly 1e-20 is then divided by 1e-10 in modulus either way",
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_229": "|h|^2 exactly 1e-20 is then divided by 1e-10 in modulus either way",
     "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_6": "arange without a dtype: int64 indices promoted by the float products: the same values",
     "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_9": "arange without a dtype: int64 indices promoted by the float products: the same values",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_147": "persistent=None is falsy: the buffer stays out of the state dict (tested)",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_164": "persistent=None is falsy: the buffer stays out of the state dict (tested)",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_154": "a / L = a L for the long training values L = +-1 on the used bins",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_159": "the bin indices as int64: _const converts them to the working real dtype, the same integers",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_161": "as __init__ mutmut_159",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_177": "k > N/2 instead of >=: only the Nyquist bin N/2 changes sign, and it carries no subcarrier",
+    "hil.phy.receive.xǁOfdmReceiverǁ__init____mutmut_178": "N / 2 is N // 2 for the even FFT sizes the numerology allows",
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_3": "the cache never hit: every call converts the constant afresh, the same values (only slower)",
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_4": "as _const mutmut_3 (no constant is kept under the key None)",
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_22": "the symbol distances as int64 before the conversion to the working dtype: the same integers",
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_24": "as _const mutmut_22",
     # hil/radio/sim.py
     "hil.radio.sim.x__bursts__mutmut_26": "zip's strict only checks that starts and ends have one length, which they always do",
     "hil.radio.sim.x__bursts__mutmut_29": "as _bursts mutmut_26",
@@ -403,6 +398,36 @@ for _n in ("decode__mutmut_7", "decode__mutmut_9", "decode__mutmut_13", "decode_
 _THREADS = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
 
 
+# Survivors that a run on CPUs cannot kill: each drops a device argument (``device=x.device``
+# left out or None, ``.to("cpu")`` made ``.to(None)``), a no-op where every tensor is on the
+# CPU anyway. On a GPU the tensors would sit on different devices (or a fingerprint would read
+# GPU memory). They are NOT equivalent: they count as survivors in the score and are printed
+# with this reason; killing them needs the module's tests run with CUDA.
+_DEVICE = "a device argument dropped: a no-op on the CPU, wrong on a GPU (needs CUDA to kill)"
+CPU_BLIND: dict[str, str] = {
+    "hil.phy.receive.x_line_fit__mutmut_7": _DEVICE,
+    "hil.phy.receive.x_line_fit__mutmut_10": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_16": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁ_smooth_phase__mutmut_19": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_36": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_39": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_74": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁforward__mutmut_78": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_5": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁsmoothed_phase_error__mutmut_8": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_35": _DEVICE,
+    "hil.phy.receive.xǁOfdmReceiverǁ_const__mutmut_37": _DEVICE,
+    "hil.jscc.checkpoint.x_fingerprint__mutmut_14": (
+        '.to("cpu") made .to(None): the fingerprint of a GPU model would call .numpy() on GPU '
+        "memory (needs CUDA to kill)"
+    ),
+    "hil.jscc.checkpoint.x_save_checkpoint__mutmut_10": (
+        '.to("cpu") made .to(None): safetensors would be handed GPU tensors (needs CUDA to kill)'
+    ),
+    "hil.jscc.checkpoint.x_save_checkpoint__mutmut_19": "as save_checkpoint mutmut_10",
+}
+
+
 def short_name(mutant: str) -> str:
     """hil.phy.header.xǁHeaderǁunpack__mutmut_43 -> Header.unpack__mutmut_43;
     hil.phy.header.x_decode_header_bits__mutmut_5 -> decode_header_bits__mutmut_5."""
@@ -542,7 +567,7 @@ def main(argv=None) -> int:
         if r["survived"]:
             print(f"\nsurvivors in {r['file']}:")
             for s in r["survived"]:
-                print(f"  {s}")
+                print(f"  {s}: {CPU_BLIND[s]}" if s in CPU_BLIND else f"  {s}")
     return 0
 
 

@@ -447,6 +447,11 @@ def test_refine_helpers_equal_their_numpy_definitions():
     np.testing.assert_allclose(
         _window_sums(p, 64), np.convolve(p, np.ones(64), "valid"), rtol=1e-12
     )
+    # float32 powers are summed in float64 (all of these are exact there, not in float32)
+    p32 = np.array([1e8, 1, -1e8, 1], np.float32)
+    sums = _window_sums(p32, 2)
+    assert sums.dtype == np.float64
+    np.testing.assert_array_equal(sums, [1e8 + 1, 1 - 1e8, 1 - 1e8])
     for n, start in ((1, 0), (64, -5), (65, 3), (900, 1234)):
         m = start + np.arange(n)
         np.testing.assert_allclose(
