@@ -111,6 +111,9 @@ def _check_rates(profile: str, ckpt: str) -> None:
 
 
 def run_link(a) -> tuple[int, dict, Path]:
+    """Start the processes of a link (radio, rx, tx, and the dashboard if asked), wait for tx
+    and rx, stop the rest; returns (exit code, the receiver's summary with the run's
+    settings, the report folder)."""
     log = setup_logging("link", a.verbose)
     out = Path(a.out or f"runs/link-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
@@ -119,10 +122,36 @@ def run_link(a) -> tuple[int, dict, Path]:
         from ..radio.config import resolve_profile
 
         profile = str(resolve_profile(profile))  # a clear error here, not in a child process
-    ep_tx, ep_rx, ep_ctrl, ep_tel, ep_view, ep_settings, ep_truth = free_tcp_endpoints(7)
     ckpt = str(resolve_checkpoint(a.checkpoint))
     if profile:
         _check_rates(profile, ckpt)
+    cmds = _commands(a, out, profile, ckpt)
+    t0 = time.monotonic()
+    rc, exit_codes = _supervise(cmds, out, a, log)
+    wall = time.monotonic() - t0
+    summary_path = out / "summary_rx.json"
+    if not summary_path.exists():
+        return rc or 1, {"error": "the receiver wrote no summary", "report": str(out)}, out
+    summary = json.loads(summary_path.read_text())
+    summary["wall_seconds"] = wall
+    summary["report"] = str(out)
+    summary["radio"] = a.radio
+    summary["profile"] = profile
+    summary["checkpoint"] = ckpt
+    summary["snr_db_set"] = a.snr
+    summary["exit_codes"] = exit_codes
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    try:
+        write_report(out, summary, a)
+    except Exception as exc:
+        log.error("report plots failed: %s", exc)
+    return rc, summary, out
+
+
+def _commands(a, out: Path, profile: str | None, ckpt: str) -> dict[str, list[str]]:
+    """The command line of each process, by name (radio, rx, tx, dashboard), wired together
+    over free loopback endpoints."""
+    ep_tx, ep_rx, ep_ctrl, ep_tel, ep_view, ep_settings, ep_truth = free_tcp_endpoints(7)
     radio_cmd = _cmd("radio", "--tx", ep_tx, "--rx", ep_rx, "--telemetry", ep_tel)
     if profile:
         radio_cmd += ["--profile", profile]
@@ -195,30 +224,41 @@ def run_link(a) -> tuple[int, dict, Path]:
         tx_cmd += ["--gap", str(a.gap)]
     if a.scheme != "jscc":
         tx_cmd += ["--scheme", a.scheme]
+    cmds = {"radio": radio_cmd, "rx": rx_cmd, "tx": tx_cmd}
+    if a.dashboard:
+        cmds["dashboard"] = dash_cmd
+    return cmds
+
+
+def _supervise(cmds: dict[str, list[str]], out: Path, a, log) -> tuple[int, dict[str, int]]:
+    """Run the processes (logs in ``out``): the dashboard first, then radio, rx and tx; wait
+    for tx and rx, stopping everything at once when one fails or the timeout passes; then
+    stop the rest. Returns (exit code, each process's exit code)."""
     env = dict(
         os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1")
     )
-    names = ("radio", "rx", "tx", "dashboard") if a.dashboard else ("radio", "rx", "tx")
-    logs = {n: open(out / f"{n}.log", "w") for n in names}
+    logs = {n: open(out / f"{n}.log", "w") for n in cmds}
     procs = {}
     t0 = time.monotonic()
     rc = 0
     (out / "rx.ready").unlink(missing_ok=True)  # a stale one would start tx at once
+
+    def start(name: str) -> None:
+        procs[name] = subprocess.Popen(
+            cmds[name], stdout=logs[name], stderr=subprocess.STDOUT, env=env
+        )
+
     try:
         if a.dashboard:
             (out / "dashboard.url").unlink(missing_ok=True)
-            procs["dashboard"] = subprocess.Popen(
-                dash_cmd, stdout=logs["dashboard"], stderr=subprocess.STDOUT, env=env
-            )
+            start("dashboard")
             _announce(out / "dashboard.url", procs["dashboard"], log)
-        procs["radio"] = subprocess.Popen(
-            radio_cmd, stdout=logs["radio"], stderr=subprocess.STDOUT, env=env
-        )
-        procs["rx"] = subprocess.Popen(rx_cmd, stdout=logs["rx"], stderr=subprocess.STDOUT, env=env)
+        start("radio")
+        start("rx")
         # a real-time radio drops what nobody reads: the transmitter loads and encodes now,
         # beside the others' start-up (not beside the live stream), and sends once the
         # receiver takes samples
-        procs["tx"] = subprocess.Popen(tx_cmd, stdout=logs["tx"], stderr=subprocess.STDOUT, env=env)
+        start("tx")
         deadline = t0 + a.timeout
         # wait for tx and rx; if any process dies with an error, stop the others at once
         reported: set[str] = set()
@@ -268,24 +308,7 @@ def run_link(a) -> tuple[int, dict, Path]:
                 p.wait()
         for f in logs.values():
             f.close()
-    wall = time.monotonic() - t0
-    summary_path = out / "summary_rx.json"
-    if not summary_path.exists():
-        return rc or 1, {"error": "the receiver wrote no summary", "report": str(out)}, out
-    summary = json.loads(summary_path.read_text())
-    summary["wall_seconds"] = wall
-    summary["report"] = str(out)
-    summary["radio"] = a.radio
-    summary["profile"] = profile
-    summary["checkpoint"] = ckpt
-    summary["snr_db_set"] = a.snr
-    summary["exit_codes"] = {n: p.returncode for n, p in procs.items()}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    try:
-        write_report(out, summary, a)
-    except Exception as exc:
-        log.error("report plots failed: %s", exc)
-    return rc, summary, out
+    return rc, {n: p.returncode for n, p in procs.items()}
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -335,51 +335,142 @@ def reg_access_attr(s: PlutoState, dev_id: str, core: str | None) -> Attr:
     return Attr("direct_reg_access", read, write)
 
 
+def _ro(v: Callable[[], object]) -> Callable[[], str]:
+    return lambda: str(v())
+
+
+def _setter(s: PlutoState, key: str, parse: Callable[[str], object], what: str | None = None):
+    """A writer that parses the text into state attribute ``key`` and reports the change."""
+
+    def w(text: str) -> None:
+        setattr(s, key, parse(text))
+        s.changed(what or key)
+
+    return w
+
+
+def _choice_attrs(s: PlutoState, name: str, key: str, options: tuple[str, ...]) -> dict[str, Attr]:
+    """A setting with a fixed list of values (state attribute ``key``), and the
+    ``<name>_available`` list a Pluto shows beside it."""
+    return {
+        name: Attr(name, lambda: getattr(s, key), _setter(s, key, lambda t: _choice(t, options))),
+        f"{name}_available": Attr(f"{name}_available", lambda: " ".join(options)),
+    }
+
+
 def build_pluto(s: PlutoState) -> list[Device]:
-    """The Pluto's IIO devices as the twin presents them."""
+    """The Pluto's IIO devices as the twin presents them: the transceiver (ad9361-phy), the
+    Zynq's monitor ADC (xadc) and the two DMA cores (the DAC's: TX and the DDS; the ADC's: RX),
+    every attribute reading and writing ``s``."""
+    return [_phy(s), _xadc(), _dac_core(s), _adc_core(s)]
 
-    def ro(v: Callable[[], object]) -> Callable[[], str]:
-        return lambda: str(v())
 
-    def setter(key: str, parse: Callable[[str], object], what: str | None = None):
-        def w(text: str) -> None:
-            setattr(s, key, parse(text))
-            s.changed(what or key)
+# ------------------------------------------------------------ ad9361-phy
+def _lo_channel(s: PlutoState, cid: str, name: str, key: str, pd_key: str) -> Channel:
+    """An LO (RX_LO or TX_LO): frequency in Hz, power-down, the fastlock profile stubs."""
+    c = Channel(cid, True, name)
+    c.attrs = {
+        "frequency": Attr(
+            "frequency",
+            _ro(lambda: getattr(s, key)),
+            _setter(s, key, lambda t: _int(t, LO_MIN_HZ, LO_MAX_HZ)),
+        ),
+        "frequency_available": Attr(
+            "frequency_available", lambda: f"[{int(LO_MIN_HZ)} 1 {int(LO_MAX_HZ)}]"
+        ),
+        "external": Attr("external", lambda: "0", lambda t: None),
+        "fastlock_load": Attr("fastlock_load", lambda: "0", lambda t: None),
+        "fastlock_recall": Attr("fastlock_recall", lambda: "0", lambda t: None),
+        "fastlock_save": Attr("fastlock_save", lambda: "0 " + ",".join(["0"] * 16)),
+        "fastlock_store": Attr("fastlock_store", lambda: "0", lambda t: None),
+        "powerdown": Attr(
+            "powerdown",
+            _ro(lambda: getattr(s, pd_key)),
+            _setter(s, pd_key, lambda t: _int(t, 0, 1)),
+        ),
+    }
+    return c
 
-        return w
 
-    def choice(name: str, key: str, options: tuple[str, ...]) -> dict[str, Attr]:
-        """A setting with a fixed list of values (state attribute ``key``), and the
-        ``<name>_available`` list a Pluto shows beside it."""
-        return {
-            name: Attr(name, lambda: getattr(s, key), setter(key, lambda t: _choice(t, options))),
-            f"{name}_available": Attr(f"{name}_available", lambda: " ".join(options)),
-        }
-
-    # ------------------------------------------------------------ ad9361-phy
+def _phy(s: PlutoState) -> Device:
+    """ad9361-phy: the transceiver's settings (LOs, rate, bandwidths, gains, ports, FIR,
+    tracking, calibration, ENSM) and its SPI registers."""
     phy = Device("iio:device0", "ad9361-phy")
 
-    def lo_channel(cid: str, name: str, key: str, pd_key: str) -> Channel:
-        c = Channel(cid, True, name)
-        c.attrs = {
-            "frequency": Attr(
-                "frequency",
-                ro(lambda: getattr(s, key)),
-                setter(key, lambda t: _int(t, LO_MIN_HZ, LO_MAX_HZ)),
-            ),
-            "frequency_available": Attr(
-                "frequency_available", lambda: f"[{int(LO_MIN_HZ)} 1 {int(LO_MAX_HZ)}]"
-            ),
-            "external": Attr("external", lambda: "0", lambda t: None),
-            "fastlock_load": Attr("fastlock_load", lambda: "0", lambda t: None),
-            "fastlock_recall": Attr("fastlock_recall", lambda: "0", lambda t: None),
-            "fastlock_save": Attr("fastlock_save", lambda: "0 " + ",".join(["0"] * 16)),
-            "fastlock_store": Attr("fastlock_store", lambda: "0", lambda t: None),
-            "powerdown": Attr(
-                "powerdown", ro(lambda: getattr(s, pd_key)), setter(pd_key, lambda t: _int(t, 0, 1))
-            ),
-        }
-        return c
+    def rate_write(text: str) -> None:
+        v = _int(text, 0, 2**32 - 1)
+        if not s.rate_min <= v <= int(RATE_MAX_HZ):
+            raise IioError(
+                errno.EINVAL, f"sampling_frequency {v} outside [{s.rate_min}, {int(RATE_MAX_HZ)}]"
+            )
+        s.sample_rate = v
+        s.changed("sample_rate")
+
+    def fir_en_write(text: str) -> None:
+        v = _int(text, 0, 1)
+        if v and not s.fir_text:
+            raise IioError(errno.EINVAL, "no FIR loaded (write filter_fir_config first)")
+        if not v and s.sample_rate < RATE_NATIVE_MIN_HZ:
+            raise IioError(errno.EINVAL, "the sample rate needs the FIR: raise it before disabling")
+        s.fir_en = bool(v)
+        s.changed("fir")
+
+    fir_en = Attr("filter_fir_en", lambda: str(int(s.fir_en)), fir_en_write)
+    rx0, tx0 = _phy_rx(s, rate_write, fir_en), _phy_tx(s, rate_write, fir_en)
+    rx_shared = {k: a for k, a in rx0.attrs.items() if a.shared}
+    tx_shared = {k: a for k, a in tx0.attrs.items() if a.shared}
+    phy.channels = [
+        _lo_channel(s, "altvoltage0", "RX_LO", "rx_lo", "rx_lo_powerdown"),
+        _lo_channel(s, "altvoltage1", "TX_LO", "tx_lo", "tx_lo_powerdown"),
+        rx0,
+        tx0,
+        *_phy_monitors(s, rx_shared, tx_shared, fir_en),
+    ]
+
+    def fir_config_write(text: str) -> None:
+        taps, dec = parse_fir_config(text)
+        s.fir_text, s.fir_dec = text, dec
+        s.fir_taps = taps
+        s.changed("fir")
+
+    def fir_config_read() -> str:
+        if not s.fir_text:
+            return "FIR Rx: 0,0 Tx: 0,0"
+        return f"FIR Rx: {s.fir_taps},{s.fir_dec} Tx: {s.fir_taps},{s.fir_dec}"
+
+    phy.attrs = {
+        **_choice_attrs(s, "calib_mode", "calib_mode", CALIB_MODES),
+        **_choice_attrs(s, "ensm_mode", "ensm_mode", ENSM_MODES),
+        "filter_fir_config": Attr("filter_fir_config", fir_config_read, fir_config_write),
+        "rx_path_rates": Attr("rx_path_rates", lambda: _rates(s, "RX")),
+        "tx_path_rates": Attr("tx_path_rates", lambda: _rates(s, "TX")),
+        **_choice_attrs(s, "trx_rate_governor", "rate_governor", RATE_GOVERNORS),
+        "xo_correction": Attr(
+            "xo_correction",
+            _ro(lambda: s.xo_correction),
+            _setter(s, "xo_correction", lambda t: _int(t, XO_NOMINAL - 8000, XO_NOMINAL + 8000)),
+        ),
+        "xo_correction_available": Attr(
+            "xo_correction_available", lambda: f"[{XO_NOMINAL - 8000} 1 {XO_NOMINAL + 8000}]"
+        ),
+    }
+    phy.debug = {
+        "loopback": Attr(
+            "loopback", _ro(lambda: s.loopback), _setter(s, "loopback", lambda t: _int(t, 0, 2))
+        ),
+        "initialize": Attr("initialize", lambda: "0", lambda t: None),
+        "adi,xo-disable-use-ext-refclk-enable": Attr(
+            "adi,xo-disable-use-ext-refclk-enable", lambda: "0"
+        ),
+        "direct_reg_access": reg_access_attr(s, phy.id, None),
+    }
+
+    return phy
+
+
+def _phy_rx(s: PlutoState, rate_write: Callable[[str], None], fir_en: Attr) -> Channel:
+    """The receive channel (in_voltage0): rate, bandwidth, gain and its mode, port, RSSI, FIR
+    enable, the tracking loops."""
 
     def rx_gain_read() -> str:
         g = s.current_gain() if s.current_gain is not None else s.rx_gain
@@ -392,41 +483,17 @@ def build_pluto(s: PlutoState) -> list[Device]:
         s.rx_gain = float(round(v))
         s.changed("rx_gain")
 
-    def tx_gain_write(text: str) -> None:
-        v = _fixpoint(text, *TX_GAIN_DB)
-        s.tx_gain = round(v / TX_GAIN_STEP_DB) * TX_GAIN_STEP_DB
-        s.changed("tx_gain")
-
-    def rate_write(text: str) -> None:
-        v = _int(text, 0, 2**32 - 1)
-        if not s.rate_min <= v <= int(RATE_MAX_HZ):
-            raise IioError(
-                errno.EINVAL, f"sampling_frequency {v} outside [{s.rate_min}, {int(RATE_MAX_HZ)}]"
-            )
-        s.sample_rate = v
-        s.changed("sample_rate")
-
     def rssi() -> str:
         return f"{s.current_rssi() if s.current_rssi is not None else 100.0:.2f} dB"
 
-    def fir_en_write(text: str) -> None:
-        v = _int(text, 0, 1)
-        if v and not s.fir_text:
-            raise IioError(errno.EINVAL, "no FIR loaded (write filter_fir_config first)")
-        if not v and s.sample_rate < RATE_NATIVE_MIN_HZ:
-            raise IioError(errno.EINVAL, "the sample rate needs the FIR: raise it before disabling")
-        s.fir_en = bool(v)
-        s.changed("fir")
-
-    fir_en = Attr("filter_fir_en", lambda: str(int(s.fir_en)), fir_en_write)
     rx0 = Channel("voltage0", False)
     rx0.attrs = {
-        "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
+        "sampling_frequency": Attr("sampling_frequency", _ro(lambda: s.sample_rate), rate_write),
         "sampling_frequency_available": Attr(
             "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX_HZ)}]"
         ),
         "rf_bandwidth": Attr(
-            "rf_bandwidth", ro(lambda: s.rx_bw), setter("rx_bw", lambda t: _int(t, *RX_BW_HZ))
+            "rf_bandwidth", _ro(lambda: s.rx_bw), _setter(s, "rx_bw", lambda t: _int(t, *RX_BW_HZ))
         ),
         "rf_bandwidth_available": Attr(
             "rf_bandwidth_available", lambda: f"[{RX_BW_HZ[0]} 1 {RX_BW_HZ[1]}]"
@@ -435,8 +502,8 @@ def build_pluto(s: PlutoState) -> list[Device]:
         "hardwaregain_available": Attr(
             "hardwaregain_available", lambda: f"[{RX_GAIN_DB[0]:g} 1 {RX_GAIN_DB[1]:g}]"
         ),
-        **choice("gain_control_mode", "gain_mode", GAIN_MODES),
-        **choice("rf_port_select", "rx_port", RX_PORTS),
+        **_choice_attrs(s, "gain_control_mode", "gain_mode", GAIN_MODES),
+        **_choice_attrs(s, "rf_port_select", "rx_port", RX_PORTS),
         "rssi": Attr("rssi", rssi),
         "filter_fir_en": fir_en,
     }
@@ -450,6 +517,32 @@ def build_pluto(s: PlutoState) -> list[Device]:
             s.tracking[key] = _int(text, 0, 1)
 
         rx0.attrs[attr] = Attr(attr, lambda key=key: str(s.tracking[key]), tw)
+    # the driver's shared-by-type attributes: one sysfs file (in_voltage_sampling_frequency) that
+    # every channel of the type and direction lists, as gr-iio's set_params addresses them
+    for n in (
+        "sampling_frequency",
+        "sampling_frequency_available",
+        "rf_bandwidth",
+        "rf_bandwidth_available",
+        "gain_control_mode_available",
+        "rf_port_select_available",
+        "filter_fir_en",
+        "bb_dc_offset_tracking_en",
+        "rf_dc_offset_tracking_en",
+        "quadrature_tracking_en",
+    ):
+        rx0.attrs[n] = shared(rx0.attrs[n])
+    return rx0
+
+
+def _phy_tx(s: PlutoState, rate_write: Callable[[str], None], fir_en: Attr) -> Channel:
+    """The transmit channel (out_voltage0): gain in 0.25 dB steps, bandwidth, rate, port."""
+
+    def tx_gain_write(text: str) -> None:
+        v = _fixpoint(text, *TX_GAIN_DB)
+        s.tx_gain = round(v / TX_GAIN_STEP_DB) * TX_GAIN_STEP_DB
+        s.changed("tx_gain")
+
     tx0 = Channel("voltage0", True)
     tx0.attrs = {
         "hardwaregain": Attr("hardwaregain", lambda: f"{s.tx_gain:.6f} dB", tx_gain_write),
@@ -458,55 +551,35 @@ def build_pluto(s: PlutoState) -> list[Device]:
             lambda: f"[{TX_GAIN_DB[0]:.6f} {TX_GAIN_STEP_DB:.6f} {TX_GAIN_DB[1]:.6f}]",
         ),
         "rf_bandwidth": Attr(
-            "rf_bandwidth", ro(lambda: s.tx_bw), setter("tx_bw", lambda t: _int(t, *TX_BW_HZ))
+            "rf_bandwidth", _ro(lambda: s.tx_bw), _setter(s, "tx_bw", lambda t: _int(t, *TX_BW_HZ))
         ),
         "rf_bandwidth_available": Attr(
             "rf_bandwidth_available", lambda: f"[{TX_BW_HZ[0]} 1 {TX_BW_HZ[1]}]"
         ),
-        "sampling_frequency": Attr("sampling_frequency", ro(lambda: s.sample_rate), rate_write),
+        "sampling_frequency": Attr("sampling_frequency", _ro(lambda: s.sample_rate), rate_write),
         "sampling_frequency_available": Attr(
             "sampling_frequency_available", lambda: f"[{s.rate_min} 1 {int(RATE_MAX_HZ)}]"
         ),
-        **choice("rf_port_select", "tx_port", TX_PORTS),
+        **_choice_attrs(s, "rf_port_select", "tx_port", TX_PORTS),
         "rssi": Attr("rssi", lambda: "0.00 dB"),
         "filter_fir_en": fir_en,
     }
-    # the driver's shared-by-type attributes: one sysfs file (in_voltage_sampling_frequency) that
-    # every channel of the type and direction lists, as gr-iio's set_params addresses them
-    for ch, names in (
-        (
-            rx0,
-            (
-                "sampling_frequency",
-                "sampling_frequency_available",
-                "rf_bandwidth",
-                "rf_bandwidth_available",
-                "gain_control_mode_available",
-                "rf_port_select_available",
-                "filter_fir_en",
-                "bb_dc_offset_tracking_en",
-                "rf_dc_offset_tracking_en",
-                "quadrature_tracking_en",
-            ),
-        ),
-        (
-            tx0,
-            (
-                "sampling_frequency",
-                "sampling_frequency_available",
-                "rf_bandwidth",
-                "rf_bandwidth_available",
-                "rf_port_select_available",
-                "filter_fir_en",
-            ),
-        ),
+    for n in (  # shared by type, as on the RX side
+        "sampling_frequency",
+        "sampling_frequency_available",
+        "rf_bandwidth",
+        "rf_bandwidth_available",
+        "rf_port_select_available",
+        "filter_fir_en",
     ):
-        for n in names:
-            ch.attrs[n] = shared(ch.attrs[n])
-    rx_shared = {k: a for k, a in rx0.attrs.items() if a.shared}
-    tx_shared = {k: a for k, a in tx0.attrs.items() if a.shared}
+        tx0.attrs[n] = shared(tx0.attrs[n])
+    return tx0
 
-    # the AD9363's auxiliary converters and temperature sensor (monitor values, as a Pluto reads)
+
+def _phy_monitors(s: PlutoState, rx_shared: dict, tx_shared: dict, fir_en: Attr) -> list[Channel]:
+    """The AD9363's auxiliary ADC and DACs, its temperature sensor (monitor values, as a
+    Pluto reads them) and the FIR enable's ``out`` channel."""
+
     def aux_dac(cid: str) -> Channel:
         c = Channel(cid, True)
         c.attrs = {
@@ -538,57 +611,12 @@ def build_pluto(s: PlutoState) -> list[Device]:
             filename="in_out_voltage_filter_fir_en",
         )
     }
-    phy.channels = [
-        lo_channel("altvoltage0", "RX_LO", "rx_lo", "rx_lo_powerdown"),
-        lo_channel("altvoltage1", "TX_LO", "tx_lo", "tx_lo_powerdown"),
-        rx0,
-        tx0,
-        aux_adc,
-        aux_dac("voltage2"),
-        aux_dac("voltage3"),
-        phy_temp,
-        fir_out,
-    ]
+    return [aux_adc, aux_dac("voltage2"), aux_dac("voltage3"), phy_temp, fir_out]
 
-    def fir_config_write(text: str) -> None:
-        taps, dec = parse_fir_config(text)
-        s.fir_text, s.fir_dec = text, dec
-        s.fir_taps = taps
-        s.changed("fir")
 
-    def fir_config_read() -> str:
-        if not s.fir_text:
-            return "FIR Rx: 0,0 Tx: 0,0"
-        return f"FIR Rx: {s.fir_taps},{s.fir_dec} Tx: {s.fir_taps},{s.fir_dec}"
-
-    phy.attrs = {
-        **choice("calib_mode", "calib_mode", CALIB_MODES),
-        **choice("ensm_mode", "ensm_mode", ENSM_MODES),
-        "filter_fir_config": Attr("filter_fir_config", fir_config_read, fir_config_write),
-        "rx_path_rates": Attr("rx_path_rates", lambda: _rates(s, "RX")),
-        "tx_path_rates": Attr("tx_path_rates", lambda: _rates(s, "TX")),
-        **choice("trx_rate_governor", "rate_governor", RATE_GOVERNORS),
-        "xo_correction": Attr(
-            "xo_correction",
-            ro(lambda: s.xo_correction),
-            setter("xo_correction", lambda t: _int(t, XO_NOMINAL - 8000, XO_NOMINAL + 8000)),
-        ),
-        "xo_correction_available": Attr(
-            "xo_correction_available", lambda: f"[{XO_NOMINAL - 8000} 1 {XO_NOMINAL + 8000}]"
-        ),
-    }
-    phy.debug = {
-        "loopback": Attr(
-            "loopback", ro(lambda: s.loopback), setter("loopback", lambda t: _int(t, 0, 2))
-        ),
-        "initialize": Attr("initialize", lambda: "0", lambda t: None),
-        "adi,xo-disable-use-ext-refclk-enable": Attr(
-            "adi,xo-disable-use-ext-refclk-enable", lambda: "0"
-        ),
-        "direct_reg_access": reg_access_attr(s, phy.id, None),
-    }
-
-    # ------------------------------------------------------------ xadc (monitor only)
+# ------------------------------------------------------------ xadc (monitor only)
+def _xadc() -> Device:
+    """xadc: the Zynq's monitor ADC (temperature and supply voltages, fixed values)."""
     xadc = Device("iio:device1", "xadc")
     temp = Channel("temp0", False)
     temp.attrs = {
@@ -617,47 +645,59 @@ def build_pluto(s: PlutoState) -> list[Device]:
         xadc.channels.append(c)
     xadc.attrs = {"sampling_frequency": Attr("sampling_frequency", lambda: "961538")}
 
-    # ------------------------------------------------------------ DMA devices
-    def calib(dev: str, cid: str, key: str, default: str) -> Attr:
-        def w(text: str) -> None:
-            _fixpoint(text, -1e6, 1e6)
-            s.calib[(dev, cid, key)] = text
+    return xadc
 
-        return Attr(key, lambda: s.calib.get((dev, cid, key), default), w)
 
-    def dma_rate(key: str) -> Attr:
-        """The DMA core's rate: the AD9363's, or an eighth with the FPGA's x8 filter."""
+# ------------------------------------------------------------ DMA devices
+def _calib(s: PlutoState, dev: str, cid: str, key: str, default: str) -> Attr:
+    """A DMA channel's calibration cell (checked as fixed point, kept as written)."""
 
-        def w(text: str) -> None:
-            v = _int(text, 0, 2**32 - 1)
-            if v not in (s.sample_rate, s.sample_rate // 8):
-                raise IioError(errno.EINVAL, f"{v} not in {s.sample_rate} {s.sample_rate // 8}")
-            setattr(s, key, v != s.sample_rate)
-            s.changed(key)
+    def w(text: str) -> None:
+        _fixpoint(text, -1e6, 1e6)
+        s.calib[(dev, cid, key)] = text
 
-        return Attr(
-            "sampling_frequency",
-            lambda: str(s.sample_rate // 8 if getattr(s, key) else s.sample_rate),
-            w,
-        )
+    return Attr(key, lambda: s.calib.get((dev, cid, key), default), w)
 
-    def dma_rates() -> str:
-        return f"{s.sample_rate} {s.sample_rate // 8}"
 
-    buffer_attrs = {
+def _dma_rate(s: PlutoState, key: str) -> Attr:
+    """The DMA core's rate: the AD9363's, or an eighth with the FPGA's x8 filter."""
+
+    def w(text: str) -> None:
+        v = _int(text, 0, 2**32 - 1)
+        if v not in (s.sample_rate, s.sample_rate // 8):
+            raise IioError(errno.EINVAL, f"{v} not in {s.sample_rate} {s.sample_rate // 8}")
+        setattr(s, key, v != s.sample_rate)
+        s.changed(key)
+
+    return Attr(
+        "sampling_frequency",
+        lambda: str(s.sample_rate // 8 if getattr(s, key) else s.sample_rate),
+        w,
+    )
+
+
+def _dma_rates(s: PlutoState) -> Attr:
+    return Attr("sampling_frequency_available", lambda: f"{s.sample_rate} {s.sample_rate // 8}")
+
+
+def _buffer_attrs() -> dict[str, Attr]:
+    return {
         "data_available": Attr("data_available", lambda: "0"),
         "length_align_bytes": Attr("length_align_bytes", lambda: "8"),
         "watermark": Attr("watermark", lambda: "2048", lambda t: None),
     }
 
+
+def _dac_core(s: PlutoState) -> Device:
+    """The DAC's DMA core: the TX buffer's two scan channels (I, Q) and the DDS's four tones."""
     dds = Device("iio:device2", DAC_CORE_DEVICE)
     for i in range(2):
         c = Channel(f"voltage{i}", True, scan=(i, "le:S16/16>>0"))
         c.attrs = {
-            "calibphase": calib("dds", c.id, "calibphase", "0.000000"),
-            "calibscale": calib("dds", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": shared(dma_rate("tx_int8")),
-            "sampling_frequency_available": shared(Attr("sampling_frequency_available", dma_rates)),
+            "calibphase": _calib(s, "dds", c.id, "calibphase", "0.000000"),
+            "calibscale": _calib(s, "dds", c.id, "calibscale", "1.000000"),
+            "sampling_frequency": shared(_dma_rate(s, "tx_int8")),
+            "sampling_frequency_available": shared(_dma_rates(s)),
         }
         dds.channels.append(c)
     for i, name in enumerate(("TX1_I_F1", "TX1_I_F2", "TX1_Q_F1", "TX1_Q_F2")):
@@ -678,23 +718,27 @@ def build_pluto(s: PlutoState) -> list[Device]:
             "sampling_frequency": shared(Attr("sampling_frequency", lambda: str(s.sample_rate))),
         }
         dds.channels.append(c)
-    dds.buffer = dict(buffer_attrs)
+    dds.buffer = _buffer_attrs()
     dds.debug = {"direct_reg_access": reg_access_attr(s, dds.id, "dac")}
+    return dds
 
+
+def _adc_core(s: PlutoState) -> Device:
+    """The ADC's DMA core: the RX buffer's two scan channels (I, Q)."""
     adc = Device("iio:device3", ADC_CORE_DEVICE)
     for i in range(2):
         c = Channel(f"voltage{i}", False, scan=(i, "le:S12/16>>0"))
         c.attrs = {
-            "calibbias": calib("adc", c.id, "calibbias", "0"),
-            "calibphase": calib("adc", c.id, "calibphase", "0.000000"),
-            "calibscale": calib("adc", c.id, "calibscale", "1.000000"),
-            "sampling_frequency": shared(dma_rate("rx_dec8")),
-            "sampling_frequency_available": shared(Attr("sampling_frequency_available", dma_rates)),
+            "calibbias": _calib(s, "adc", c.id, "calibbias", "0"),
+            "calibphase": _calib(s, "adc", c.id, "calibphase", "0.000000"),
+            "calibscale": _calib(s, "adc", c.id, "calibscale", "1.000000"),
+            "sampling_frequency": shared(_dma_rate(s, "rx_dec8")),
+            "sampling_frequency_available": shared(_dma_rates(s)),
         }
         adc.channels.append(c)
-    adc.buffer = dict(buffer_attrs)
+    adc.buffer = _buffer_attrs()
     adc.debug = {"direct_reg_access": reg_access_attr(s, adc.id, "adc")}
-    return [phy, xadc, dds, adc]
+    return adc
 
 
 # -------------------------------------------------------------------------- XML

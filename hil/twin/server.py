@@ -1,4 +1,4 @@
-"""The Pluto twin's server: the libiio network ("text") protocol over TCP, the sim engine behind it.
+"""The Pluto twin's server: the libiio network ("text") protocol over TCP, the device behind it.
 
 One thread per connection: the control connection (PRINT, READ, WRITE,
 GETTRIG, ...) and one connection per open buffer (OPEN, READBUF/WRITEBUF,
@@ -8,17 +8,9 @@ connection that breaks the framing (a line longer than 4 KiB, a write larger
 than 16 MiB) is closed. A client that disconnects mid-buffer closes its
 buffers (a cyclic transmitter stops).
 
-Device time is the engine's RX sample count. While an RX buffer is open,
-reading it moves time on (paced: no faster than the sample rate, sent in
-10 ms chunks so the client's 5 s read timeout never bites); a WRITEBUF waits
-while the transmit queue holds more than the kernel buffers would, as the
-DMA does. With no RX buffer open, time runs by itself (paced: the wall
-clock; unpaced: as fast as the transmitter pushes).
-
-The DMA cores' status registers (``direct_reg_access``, register 0x80000088, which
-GNU Radio's PlutoSDR blocks poll every second) report what really happened: RX
-overflow when samples were lost (a paced client reading late, the engine's
-injected drops), TX underflow while a pushed non-cyclic buffer has run dry.
+What the commands act on (attributes, buffers, samples, device time, status
+registers) is the simulated Pluto in ``device.py``; this module only speaks the
+protocol.
 """
 
 from __future__ import annotations
@@ -27,64 +19,21 @@ import errno
 import logging
 import socket
 import threading
-import time
-from dataclasses import dataclass, replace
 
-import numpy as np
-
-from ..radio.ad9363 import (
-    ADC_FULL_SCALE,
-    ADC_STATUS_OVF,
-    DAC_DRIVE,
-    DAC_STATUS_UNF,
-    RATE_NATIVE_MIN_HZ,
-)
 from ..radio.config import RadioConfig
-from ..radio.sim import SimEngine
-from .model import (
-    VERSION,
-    Device,
-    IioError,
-    PlutoState,
-    build_pluto,
-    clamp_gain,
-    context_xml,
-    mask_channels,
-    rssi_db,
-)
+from .device import Buffer, TwinDevice
+from .model import VERSION, IioError
 
 log = logging.getLogger("hil.twin")
 
 DEFAULT_PORT = 30431
 MAX_LINE = 4096
 MAX_WRITE = 16 << 20  # bytes in one attribute write
-MAX_SAMPLES = 1 << 24  # samples in one buffer
 MAX_CONNECTIONS = 32
-ENSM_ACTIVE = ("fdd", "pinctrl", "pinctrl_fdd_indep")
 
 
 class _Closed(Exception):
     """The peer went away or broke the framing: drop the connection."""
-
-
-@dataclass
-class _Buffer:
-    dev: Device
-    samples: int
-    channels: list  # enabled scan channels, in mask-bit order
-    mask: str
-    cyclic: bool
-    owner: int  # connection id
-
-    @property
-    def output(self) -> bool:
-        return self.channels[0].output
-
-    pushed: bool = False  # TX: a WRITEBUF has started the DMA
-
-    @property
-    def sample_bytes(self) -> int:
-        return 2 * len(self.channels)
 
 
 class PlutoTwin:
@@ -104,46 +53,9 @@ class PlutoTwin:
         port: int = DEFAULT_PORT,
         paced: bool = False,
     ):
-        cfg = cfg or RadioConfig()
-        self.cfg = cfg.replace(backend="sim", uri=None, sim=replace(cfg.sim, paced=False))
-        self.paced = paced
-        warm = SimEngine(self.cfg)  # first use of the channel code is slow: not on a client's time
-        warm.tx_dac(np.full(4096, 0.1 + 0.1j))
-        warm.rx(8192)
-        self.engine = SimEngine(self.cfg)
-        self.engine.stale_left = 0
-        self.lock = threading.Condition(threading.RLock())
-        self.state = PlutoState(
-            rx_lo=int(cfg.lo_hz),
-            tx_lo=int(cfg.lo_hz),
-            sample_rate=int(cfg.sample_rate_hz),
-            rx_bw=int(cfg.rx_bw),
-            tx_bw=int(min(cfg.tx_bw, 40e6)),
-            gain_mode=cfg.rx_gain_mode,
-            rx_gain=cfg.rx_gain_db,
-            tx_gain=cfg.tx_gain_db,
-            loopback=cfg.loopback,
-        )
-        self.state.current_gain = lambda: self.engine.gain_db
-        self.state.current_rssi = self._rssi
-        self.state.on_change = self._apply
-        self.state.poll_status = self._poll_status
-        self.devices = build_pluto(self.state)
-        self.xml = context_xml(self.devices).encode()
-        self.buffers: dict[str, _Buffer] = {}  # device id -> open buffer
-        self.kernel_buffers: dict[str, int] = {}
-        self.t0 = time.monotonic()  # device sample a is due at t0 + a / rate (paced)
-        self._rate = self.state.stream_rate
-        self._jump: tuple[int, int] | None = None  # paced overflow: (at, to) device time
-        self._starved = False  # TX: an underflow counted for the current gap
-        self.last_power_dbfs = float("-inf")
-        self.stats = {
-            "connections": 0,
-            "commands": 0,
-            "errors": 0,
-            "rx_samples": 0,
-            "tx_samples": 0,
-        }
+        self.device = TwinDevice(cfg, paced)
+        self.stats = self.device.stats
+        self.stats.update(connections=0, commands=0, errors=0)
         self._conns: dict[int, socket.socket] = {}
         self._next_id = 0
         self._stop = threading.Event()
@@ -156,189 +68,21 @@ class PlutoTwin:
     def uri(self) -> str:
         return f"ip:{self.host}:{self.port}"
 
-    # ----------------------------------------------------------------- engine glue
-    def _apply(self, what: str) -> None:
-        """An attribute changed: carry it into the engine (called with the lock held)."""
-        s, e = self.state, self.engine
-        with self.lock:
-            if what in ("sample_rate", "fir", "rx_dec8"):  # device time carries on at the new rate
-                pos = max(e.rx_count, int((time.monotonic() - self.t0) * self._rate))
-                self.t0 = time.monotonic() - pos / s.stream_rate
-            self._rate = s.stream_rate
-            cfg = e.cfg.replace(
-                lo_hz=float(s.rx_lo),
-                sample_rate_hz=float(s.sample_rate),
-                fir_enable=s.fir_en or s.sample_rate < RATE_NATIVE_MIN_HZ,
-                rx_gain_mode=s.gain_mode,
-                tx_gain_db=s.tx_gain,
-                rx_gain_db=clamp_gain(s.rx_gain),
-                loopback=s.loopback,
-            )
-            if cfg.sample_rate_hz != e.cfg.sample_rate_hz:
-                self._rechain(cfg)
-            e.cfg = cfg
-            e.cfo_hz = cfg.sim.ppm * 1e-6 * cfg.lo_hz
-            e.lo_offset_hz = float(s.tx_lo - s.rx_lo)
-            e.loopback = s.loopback
-            e.enabled = s.ensm_mode in ENSM_ACTIVE
-            self._dds()
-            if what == "rx_gain" or (what == "gain_mode" and s.gain_mode == "manual"):
-                e.set_gain(
-                    s.rx_gain if what == "rx_gain" else e.gain_db
-                )  # manual keeps the AGC's gain
-                s.rx_gain = e.gain_db
+    # what tests and tools look at, on the device behind the server
+    @property
+    def engine(self):
+        """The sim engine behind the device (``hil.radio.sim.SimEngine``)."""
+        return self.device.engine
 
-    def _rechain(self, cfg: RadioConfig) -> None:
-        """The channel's stages in Hz (the residual CFO, phase noise) at the new sample rate: built
-        at the profile's rate and left there, a +-3 kHz CFO drawn at 4 MSps would be +-46 kHz at
-        61.44 MSps. A profile whose stages are pinned to one rate keeps them (with a warning)."""
-        from ..channel import ChannelChain
-        from ..radio.config import ConfigError
+    @property
+    def state(self):
+        """The device's attribute state (``model.PlutoState``)."""
+        return self.device.state
 
-        try:
-            stages = cfg.sim.stages(cfg.sample_rate_hz)
-        except ConfigError as exc:
-            log.warning("channel stages kept at the profile's rate: %s", exc)
-            return
-        self.engine.chain = ChannelChain.from_tables(stages) if stages else None
-
-    def _dds(self) -> None:
-        """The DDS radiates while any tone is enabled (raw = 1) and no TX buffer is open: two tones
-        on I (TX1_I_F1, F2) and two on Q (TX1_Q_F1, F2); scale 1 is the DAC's full scale."""
-        d = self.state.dds
-        if self._has_buffer(output=True) or not any(d[i]["raw"] for i in d):
-            self.engine.tone = None
-            return
-        fs = float(self.state.sample_rate)
-        tones = [(d[i]["scale"], d[i]["frequency"], d[i]["phase"]) for i in range(4)]
-
-        def tone(idx: np.ndarray) -> np.ndarray:
-            def part(k):
-                scale, f, ph = tones[k]
-                return scale * np.sin(2 * np.pi * f / fs * idx + np.deg2rad(ph / 1000))
-
-            # sine generators; the I tones' default phase (90 degrees) makes I + jQ = exp(+j w n)
-            return 2.0 * ((part(0) + part(1)) + 1j * (part(2) + part(3)))
-
-        self.engine.tone = tone
-
-    def _rssi(self) -> float:
-        return rssi_db(self.last_power_dbfs)
-
-    def _has_buffer(self, output: bool) -> bool:
-        """Is a TX (output) or RX buffer open, on any connection?"""
-        return any(b.output == output for b in self.buffers.values())
-
-    def _run_clock(self) -> None:
-        """Without an RX buffer open, device time passes by itself (paced: with the wall clock)."""
-        if self._has_buffer(output=False) or not self.paced:
-            return
-        due = self._now()
-        if due > self.engine.rx_count:
-            self.engine.advance(due - self.engine.rx_count)
-
-    def _rx_samples(self, buf: _Buffer, n: int) -> np.ndarray:
-        """n samples of the enabled channels as int16 [n, channels] (12-bit codes)."""
-        if self.paced:
-            while True:
-                with self.lock:
-                    due = self.t0 + (self.engine.rx_count + n) / self.state.stream_rate
-                wait = due - time.monotonic()
-                if wait <= 0:
-                    break
-                time.sleep(min(wait, 0.05))
-        with self.lock:
-            blk = self.engine.rx(n)
-            if blk.lost:  # the engine dropped samples (drop_every / inject_drop): an overflow
-                self.stats["rx_lost"] = self.stats.get("rx_lost", 0) + blk.lost
-                self._set_overflow()
-            self._poll_status()
-            self.lock.notify_all()
-        # float32 throughout: the samples are 12-bit codes / ADC_FULL_SCALE, exact in single precision
-        f = np.ascontiguousarray(blk.samples, np.complex64).view(np.float32).reshape(-1, 2)
-        if len(f):
-            flat = f.ravel()
-            p = float(np.dot(flat, flat)) / len(f)
-            self.last_power_dbfs = 10 * np.log10(p) if p > 0 else float("-inf")
-        iq = np.rint(f * np.float32(ADC_FULL_SCALE)).astype(np.int16)
-        cols = [int(c.id[-1]) for c in buf.channels]
-        self.stats["rx_samples"] += n
-        return iq[:, cols]
-
-    def _set_overflow(self) -> None:
-        """Samples were lost in the RX path: the ADC core's overflow bit, as the HDL sets it."""
-        self.stats["overflows"] = self.stats.get("overflows", 0) + 1
-        self.state.core_status["adc"] |= ADC_STATUS_OVF
-
-    def _device_time(self) -> int:
-        """Where the DAC is now: the wall clock (paced) or the RX sample count."""
-        return max(self._now(), self.engine.rx_count) if self.paced else self.engine.rx_count
-
-    def _poll_status(self) -> None:
-        """The TX DMA is starving (a non-cyclic buffer open and pushed, its queue run dry while
-        device time went on): the DAC core's underflow bit, as the HDL sets it, again after a
-        clear while the starving lasts (counted once per gap in ``stats``). Checked when the
-        status register is read or written, when RX samples move, and before each push."""
-        with self.lock:
-            b = next((b for b in self.buffers.values() if b.output), None)
-            if b is None or b.cyclic or not b.pushed:
-                return
-            if self._device_time() > self.engine.tx_time:
-                if not self._starved:
-                    self.stats["underflows"] = self.stats.get("underflows", 0) + 1
-                self._starved = True
-                self.state.core_status["dac"] |= DAC_STATUS_UNF
-
-    def _now(self) -> int:
-        """Device time by the wall clock (paced)."""
-        return int((time.monotonic() - self.t0) * self.state.stream_rate)
-
-    def _overflow(self, buf: _Buffer) -> None:
-        """Paced: a client reading late gets the kernel buffers filled before it fell behind,
-        then a gap (the DMA had nowhere to write), then samples from when it read again."""
-        e = self.engine
-        if self._jump is not None and e.rx_count >= self._jump[0]:
-            if self._jump[1] > e.rx_count:
-                e.advance(self._jump[1] - e.rx_count)
-            self._jump = None
-        held = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
-        now = self._now()
-        if self._jump is None and now - e.rx_count > held:
-            self._jump = (e.rx_count + held, now)
-            self.stats["rx_lost"] = self.stats.get("rx_lost", 0) + now - e.rx_count - held
-            self._set_overflow()
-
-    def _tx_samples(self, buf: _Buffer, raw: bytes) -> None:
-        data = np.frombuffer(raw, "<i2").reshape(-1, len(buf.channels)).astype(np.float64)
-        iq = np.zeros((len(data), 2))
-        for k, c in enumerate(buf.channels):
-            iq[:, int(c.id[-1])] = data[:, k]
-        x = (iq[:, 0] + 1j * iq[:, 1]) / DAC_DRIVE
-        limit = self.kernel_buffers.get(buf.dev.id, 4) * buf.samples
-        with self.lock:
-            self.stats["tx_samples"] += len(x)
-            if buf.cyclic:
-                self.engine.tx_dac(x, cyclic=True, now=self._now() if self.paced else None)
-                return
-            deadline = time.monotonic() + 4.0  # under the client's 5 s timeout
-            while not self._stop.is_set():
-                if self.paced:  # the DAC drains the queue in real time
-                    if self.engine.tx_time - self._now() + len(x) <= limit:
-                        break
-                else:
-                    if self.engine.tx_backlog + len(x) <= limit:
-                        break
-                    if not self._has_buffer(output=False):
-                        self.engine.advance(self.engine.tx_backlog + len(x) - limit)
-                        break
-                if time.monotonic() > deadline:
-                    log.warning("TX queue full for 4 s (is anyone reading RX?); accepting anyway")
-                    break
-                self._run_clock()
-                self.lock.wait(0.005)
-            self._poll_status()  # a gap before this push is an underflow
-            self.engine.tx_dac(x, now=self._now() if self.paced else None)
-            buf.pushed, self._starved = True, False
+    @property
+    def buffers(self) -> dict[str, Buffer]:
+        """Open buffers by device id."""
+        return self.device.buffers
 
     # ----------------------------------------------------------------- serving
     def start(self) -> PlutoTwin:
@@ -352,8 +96,8 @@ class PlutoTwin:
             try:
                 conn, peer = self.sock.accept()
             except TimeoutError:
-                with self.lock:
-                    self._run_clock()
+                with self.device.lock:
+                    self.device.run_clock()
                 continue
             except OSError:
                 break
@@ -371,6 +115,7 @@ class PlutoTwin:
 
     def close(self) -> None:
         self._stop.set()
+        self.device.closed.set()  # a push waiting for room in the TX queue gives up at once
         try:
             self.sock.close()
         except OSError:
@@ -383,8 +128,7 @@ class PlutoTwin:
                 pass
         if self._thread is not None:
             self._thread.join(timeout=2)
-        with self.lock:
-            self.engine.close()
+        self.device.close()
 
     def __enter__(self) -> PlutoTwin:
         return self.start()
@@ -421,7 +165,7 @@ class PlutoTwin:
         except (_Closed, ConnectionError, OSError) as exc:
             log.debug("connection %d closed: %s", cid, exc)
         finally:
-            self._release(cid)
+            self.device.release(cid)
             self._conns.pop(cid, None)
             try:
                 f.close()
@@ -429,64 +173,19 @@ class PlutoTwin:
             except OSError:
                 pass
 
-    def _release(self, cid: int) -> None:
-        """Close every buffer this connection holds (CLOSE or a disconnect)."""
-        with self.lock:
-            for _dev_id, b in list(self.buffers.items()):
-                if b.owner == cid:
-                    self._close_buffer(b)
-
-    def _close_buffer(self, b: _Buffer) -> None:
-        del self.buffers[b.dev.id]
-        if b.cyclic:
-            self.engine.stop_cyclic()
-        if not b.output:
-            self._jump = None
-        self._dds()
-        self.lock.notify_all()
-
-    # ----------------------------------------------------------------- commands
-    def _device(self, name: str) -> Device:
-        for d in self.devices:
-            if name in (d.id, d.name):
-                return d
-        raise IioError(errno.ENODEV, f"no device {name}")
-
-    def _attr(self, words: list[str]):
-        """[dev, (DEBUG|BUFFER|INPUT chn|OUTPUT chn)?, attr] -> Attr."""
-        if len(words) < 2:
-            raise IioError(errno.EINVAL, "missing device or attribute")
-        dev = self._device(words[0])
-        kind = words[1].upper()
-        if kind in ("INPUT", "OUTPUT"):
-            if len(words) != 4:
-                raise IioError(errno.EINVAL, "syntax: INPUT|OUTPUT <channel> <attr>")
-            table = dev.channel(words[2], kind == "OUTPUT").attrs
-            name = words[3]
-        elif kind in ("DEBUG", "BUFFER") and len(words) == 3:
-            table = dev.debug if kind == "DEBUG" else dev.buffer
-            name = words[2]
-        elif len(words) == 2:
-            table, name = dev.attrs, words[1]
-        else:
-            raise IioError(errno.EINVAL, "syntax")
-        if name not in table:
-            raise IioError(errno.ENOENT, f"no attribute {name}")
-        return table[name]
-
     def _command(self, conn: socket.socket, f, cid: int, words: list[str]) -> None:
         cmd, args = words[0].upper(), words[1:]
         send = conn.sendall
         if cmd == "VERSION":
             send(f"{VERSION[0]}.{VERSION[1]}.{VERSION[2]:<7}\n".encode())
         elif cmd == "PRINT":
-            send(b"%d\n" % len(self.xml) + self.xml + b"\n")
+            send(b"%d\n" % len(self.device.xml) + self.device.xml + b"\n")
         elif cmd == "TIMEOUT":
             _int_arg(args, 1, 0, 2**31 - 1)
             send(b"0\n")
         elif cmd == "READ":
-            with self.lock:
-                value = self._attr(args).read().encode()
+            with self.device.lock:
+                value = self.device.attr(args).read().encode()
             send(b"%d\n" % len(value) + value + b"\n")
         elif cmd == "WRITE":
             if len(args) < 3 or not args[-1].isdigit():
@@ -496,11 +195,11 @@ class PlutoTwin:
                 send(b"%d\n" % -errno.EINVAL)
                 raise _Closed(f"attribute write of {n} bytes")
             raw = _read_exact(f, n)
-            attr = self._attr(args[:-1])
+            attr = self.device.attr(args[:-1])
             if attr.write is None:
                 raise IioError(errno.EACCES, f"{attr.name} is read-only")
             text = raw.split(b"\0", 1)[0].decode("ascii", "replace").strip()
-            with self.lock:
+            with self.device.lock:
                 attr.write(text)
             send(b"%d\n" % n)
         elif cmd == "OPEN":
@@ -509,12 +208,12 @@ class PlutoTwin:
         elif cmd == "CLOSE":
             if len(args) != 1:
                 raise IioError(errno.EINVAL, "syntax: CLOSE <dev>")
-            dev = self._device(args[0])
-            with self.lock:
+            dev = self.device.device(args[0])
+            with self.device.lock:
                 b = self.buffers.get(dev.id)
                 if b is None or b.owner != cid:
                     raise IioError(errno.ENXIO, f"{dev.id} is not open")
-                self._close_buffer(b)
+                self.device.close_buffer(b)
             send(b"0\n")
         elif cmd == "READBUF":
             self._readbuf(conn, cid, args)
@@ -523,20 +222,20 @@ class PlutoTwin:
         elif cmd == "GETTRIG":
             if len(args) != 1:
                 raise IioError(errno.EINVAL, "syntax: GETTRIG <dev>")
-            self._device(args[0])
+            self.device.device(args[0])
             raise IioError(errno.ENOENT, "no trigger")
         elif cmd == "SETTRIG":
             if len(args) not in (1, 2):
                 raise IioError(errno.EINVAL, "syntax: SETTRIG <dev> [<trigger>]")
-            self._device(args[0])
+            self.device.device(args[0])
             if len(args) == 2:
                 raise IioError(errno.ENOENT, f"no trigger {args[1]}")
             send(b"0\n")
         elif cmd == "SET":
             if len(args) != 3 or args[1].upper() != "BUFFERS_COUNT":
                 raise IioError(errno.EINVAL, "syntax: SET <dev> BUFFERS_COUNT <n>")
-            dev = self._device(args[0])
-            self.kernel_buffers[dev.id] = _int_arg(args[2:], 1, 1, 64)
+            dev = self.device.device(args[0])
+            self.device.kernel_buffers[dev.id] = _int_arg(args[2:], 1, 1, 64)
             send(b"0\n")
         else:  # ZPRINT, BINARY (libiio 1.x probe), anything else
             raise IioError(errno.EINVAL, f"unknown command {cmd}")
@@ -544,43 +243,18 @@ class PlutoTwin:
     def _open(self, cid: int, args: list[str]) -> None:
         if len(args) not in (3, 4) or (len(args) == 4 and args[3].upper() != "CYCLIC"):
             raise IioError(errno.EINVAL, "syntax: OPEN <dev> <samples> <mask> [CYCLIC]")
-        dev = self._device(args[0])
+        dev = self.device.device(args[0])
         samples = _int_arg(args[1:2], 1, 1, 2**63)
-        if samples > MAX_SAMPLES:
-            raise IioError(errno.ENOMEM, f"{samples} samples")
-        channels = mask_channels(dev, args[2])
-        cyclic = len(args) == 4
-        output = channels[0].output
-        if cyclic and not output:
-            raise IioError(errno.EINVAL, "an input buffer cannot be cyclic")
-        with self.lock:
-            if dev.id in self.buffers:
-                raise IioError(errno.EBUSY, f"{dev.id} already has a buffer open")
-            if not output:
-                self._run_clock()  # the buffer starts filling now
-                self._jump = None
-            self.buffers[dev.id] = _Buffer(dev, samples, channels, args[2].lower(), cyclic, cid)
-            self._dds()  # a TX buffer takes the DAC from the DDS
-            if not output:
-                self.engine.stale_left = self.cfg.sim.stale_buffers
+        self.device.open_buffer(cid, dev, samples, args[2], cyclic=len(args) == 4)
 
-    def _own(self, cid: int, name: str, output: bool) -> _Buffer:
-        dev = self._device(name)
-        b = self.buffers.get(dev.id)
-        if b is None or b.owner != cid:
-            raise IioError(errno.EBADF, f"{dev.id} is not open on this connection")
-        if b.output != output:
-            raise IioError(errno.EINVAL, f"{dev.id} is an {'output' if b.output else 'input'}")
-        return b
-
-    def _transfer(self, cid: int, args: list[str], output: bool) -> tuple[_Buffer, int]:
+    def _transfer(self, cid: int, args: list[str], output: bool) -> tuple[Buffer, int]:
         """READBUF/WRITEBUF <dev> <bytes> -> (this connection's buffer, byte count): whole
         samples, no more than the buffer holds."""
         if len(args) != 2:
             raise IioError(
                 errno.EINVAL, f"syntax: {'WRITEBUF' if output else 'READBUF'} <dev> <bytes>"
             )
-        b = self._own(cid, args[0], output)
+        b = self.device.own(cid, args[0], output)
         nbytes = _int_arg(args[1:], 1, 1, 2**63)
         if nbytes % b.sample_bytes or nbytes // b.sample_bytes > b.samples:
             raise IioError(errno.EINVAL, f"{nbytes} bytes: not whole samples within the buffer")
@@ -589,16 +263,12 @@ class PlutoTwin:
     def _readbuf(self, conn: socket.socket, cid: int, args: list[str]) -> None:
         b, nbytes = self._transfer(cid, args, output=False)
         n = nbytes // b.sample_bytes
-        with self.lock:
-            stale = self.engine.stale_left > 0
-            if self.paced and not stale:
-                self._overflow(b)
-        chunk = n if (stale or not self.paced) else max(1, int(0.01 * self.state.stream_rate))
+        chunk = self.device.read_chunk(b)
         head = b"%s\n" % b.mask.encode()
         done = 0
         while done < n:
             k = min(chunk, n - done)
-            payload = self._rx_samples(b, k).tobytes()
+            payload = self.device.rx_samples(b, k).tobytes()
             conn.sendall(b"%d\n" % len(payload) + head + payload)
             head = b""
             done += k
@@ -607,7 +277,7 @@ class PlutoTwin:
         b, nbytes = self._transfer(cid, args, output=True)
         conn.sendall(b"0\n")
         raw = _read_exact(f, nbytes)
-        self._tx_samples(b, raw)
+        self.device.tx_samples(b, raw)
         conn.sendall(b"%d\n" % nbytes)
 
 
