@@ -18,6 +18,7 @@ import time
 import numpy as np
 import torch
 
+from hil.apps.common import cpu_threads
 from hil.channel import ChannelChain, profile
 from hil.phy import (
     MAX_PAYLOAD,
@@ -462,7 +463,11 @@ def main(argv=None):
         help="detection: paths of the list Viterbi header decoder (1: plain Viterbi)",
     )
     a = p.parse_args(argv)
-    torch.set_num_threads(1)
+    with cpu_threads(1):  # one core: torch and numpy's BLAS
+        _run(a)
+
+
+def _run(a) -> None:
     only = set(a.only.split(","))
     q = a.quick
     if "overhead" in only:

@@ -23,7 +23,15 @@ import torch
 import zmq
 
 from ..transport import make_socket, recv_json
-from .common import StopFlag, add_curve_args, curve_client, items, resolve_checkpoint, setup_logging
+from .common import (
+    StopFlag,
+    add_curve_args,
+    cpu_threads,
+    curve_client,
+    items,
+    resolve_checkpoint,
+    setup_logging,
+)
 from .receiver import Receiver
 from .sources import open_source
 
@@ -115,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=1,
-        help="torch CPU threads (1: leaves cores to the radio, and results do not depend on the machine)",
+        help="CPU threads for torch and numpy's BLAS (1: leaves cores to the radio, and results "
+        "do not depend on the machine)",
     )
     p.add_argument(
         "--telemetry",
@@ -144,12 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     if not a.recording and not a.radio:
         raise ValueError("give --radio ENDPOINT (live) or --recording STEM (offline)")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, a.threads))
-    try:
+    with cpu_threads(a.threads):
         return _main(a)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _decoding(a, ckpt):
