@@ -319,6 +319,9 @@ class TwinDevice:
             self._set_overflow()
 
     def tx_samples(self, buf: Buffer, raw: bytes) -> None:
+        """A WRITEBUF's bytes (little-endian int16 of the enabled channels) to the DAC: a cyclic
+        buffer replaces what repeats; otherwise queued, waiting (up to 4 s) while the queue holds
+        more than the kernel buffers would."""
         data = np.frombuffer(raw, "<i2").reshape(-1, len(buf.channels)).astype(np.float64)
         iq = np.zeros((len(data), 2))
         for k, c in enumerate(buf.channels):
@@ -358,15 +361,19 @@ class TwinDevice:
                     self.close_buffer(b)
 
     def close_buffer(self, b: Buffer) -> None:
-        del self.buffers[b.dev.id]
-        if b.cyclic:
-            self.engine.stop_cyclic()
-        if not b.output:
-            self._jump = None
-        self._dds()
-        self.lock.notify_all()
+        """CLOSE (or its connection went away): a cyclic transmitter stops, the DDS may take
+        the DAC back, anyone waiting on the lock is woken."""
+        with self.lock:
+            del self.buffers[b.dev.id]
+            if b.cyclic:
+                self.engine.stop_cyclic()
+            if not b.output:
+                self._jump = None
+            self._dds()
+            self.lock.notify_all()
 
     def device(self, name: str) -> Device:
+        """A device by id (iio:device3) or name (cf-ad9361-lpc); -ENODEV otherwise."""
         for d in self.devices:
             if name in (d.id, d.name):
                 return d
@@ -395,6 +402,8 @@ class TwinDevice:
         return table[name]
 
     def own(self, cid: int, name: str, output: bool) -> Buffer:
+        """The buffer connection ``cid`` holds on device ``name`` in that direction, or -EBADF /
+        -EINVAL."""
         dev = self.device(name)
         b = self.buffers.get(dev.id)
         if b is None or b.owner != cid:
