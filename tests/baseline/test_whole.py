@@ -49,16 +49,18 @@ def test_block_framing_round_trips_and_a_corrupted_codeword_fails_alone():
     blocks = [bytes([i + 1]) * (cap - i) for i, cap in enumerate(caps)]  # short ones padded
     padded = [b + bytes(cap - len(b)) for b, cap in zip(blocks, caps, strict=True)]
     x = c.encode_blocks(blocks)
-    assert x.shape == (4800,)
+    assert x.shape == (4800,) and x.dtype == torch.complex64  # the documented dtype
     no = torch.full((1, 4800), 1e-3)
     assert c.decode_blocks(x[None], no) == [padded]
     y = x.clone()
     y[:100] = -y[:100]  # the first codeword's symbols ruined
     got = c.decode_blocks(y[None], no)[0]
     assert got[0] is None and got[1:] == padded[1:]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^{len(caps) - 1} blocks for {len(caps)} codewords$"):
         c.encode_blocks(blocks[:-1])
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match=rf"^a {caps[0] + 1}-byte block exceeds its codeword's {caps[0]} bytes$"
+    ):
         c.encode_blocks([bytes(caps[0] + 1), *blocks[1:]])
 
 

@@ -178,3 +178,29 @@ def test_phase_smoother_narrows_as_the_snr_rises():
     assert torch.allclose(kern[:, 4, 4], torch.ones(2, dtype=torch.float64))
     with pytest.raises(ValueError, match="phase_noise_hz"):
         OfdmReceiver(CFG, phase_noise_hz=0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("k", [48, 96, 480])  # 1, 2 and 10 payload symbols
+@pytest.mark.parametrize("smooth_tracking", [False, True])
+@pytest.mark.parametrize("estimate_cfo", [False, True])
+def test_every_tensor_stays_on_the_inputs_device(dtype, k, smooth_tracking, estimate_cfo):
+    """The receive path makes no tensor on a default device: on the meta device (which stands in
+    for a GPU here: combining it with a CPU tensor raises, as CUDA does) every step runs and
+    every field comes back on it. A constant made or kept on the CPU would fail."""
+    rx = OfdmReceiver(CFG, smooth_tracking=smooth_tracking, estimate_cfo=estimate_cfo).to("meta")
+    n = CFG.lts_len + (CFG.header_symbols + CFG.payload_symbols(k)) * CFG.symbol_len
+    r = rx(torch.empty(2, n, dtype=dtype, device="meta"), k)
+    fields = (r.symbols, r.h, r.n0, r.snr_db, r.cfo_norm, r.evm_pilots, r.symbol_gain)
+    assert all(t.device.type == "meta" for t in (*fields, r.header_llr, r.pilots))
+    assert r.symbols.shape == (2, k) and r.symbols.dtype == dtype
+    assert r.n0.dtype == r.header_llr.dtype == dtype.to_real()
+    err = torch.empty(2, 7, dtype=dtype.to_real(), device="meta")
+    var = torch.empty(2, dtype=dtype.to_real(), device="meta")
+    assert rx.smoothed_phase_error(err, var).device.type == "meta"
+
+
+def test_line_fit_stays_on_the_inputs_device():
+    from hil.phy.receive import line_fit
+
+    assert line_fit(torch.empty(3, 5, device="meta")).device.type == "meta"
