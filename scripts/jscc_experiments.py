@@ -85,9 +85,11 @@ def _save(name, obj):
     (RUNS / f"{name}.json").write_text(json.dumps(obj, indent=2))
 
 
-def shipped(_args):
-    """The shipped checkpoints on the corpus's held-out tiles (and, for comparison with the
-    first shipped model's figures, the builtin test tiles)."""
+def shipped(args):
+    """The shipped checkpoints (or ``--checkpoint`` stems) on the corpus's held-out tiles (and,
+    for comparison with the first shipped model's figures, the builtin test tiles)."""
+    chosen = getattr(args, "checkpoint", None)
+    models = {Path(c).name: Path(c) for c in chosen} if chosen else SHIPPED
     sets = {
         "corpus": fixed_tiles(open_dataset("corpus", "test"), 32, 512)[0],
         "builtin": _tiles(),
@@ -104,7 +106,7 @@ def shipped(_args):
         + " | colour shift |"
     )
     print("| --- | --- | --- | " + " | ".join("---" for _ in SNRS) + " | --- |")
-    for ratio, stem in SHIPPED.items():
+    for ratio, stem in models.items():
         if not stem.with_suffix(".json").exists():
             print(f"| {ratio} | (checkpoint {stem.name} missing) |")
             continue
@@ -124,7 +126,8 @@ def shipped(_args):
             f"{doc['train_images']} images in {doc['train_seconds']:.0f} s "
             f"({doc['images_per_second']:.0f} images/s, {doc['device']}, torch {doc['torch']})\n"
         )
-    _save("shipped", out)
+    if not chosen:  # the saved results are the shipped models'
+        _save("shipped", out)
 
 
 def grad_modes(args):
@@ -265,6 +268,12 @@ def main(argv=None):
         "what", choices=["shipped", "grad-modes", "specialists", "phy-vs-awgn", "surrogate", "all"]
     )
     p.add_argument("--steps", type=int, default=None, help="training budget per model")
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        help="shipped: score these checkpoint stems (repeatable) instead of the shipped ones, e.g. "
+        "an earlier shipped model taken out of git history",
+    )
     a = p.parse_args(argv)
     torch.set_num_threads(max(torch.get_num_threads(), 1))
     jobs = {
