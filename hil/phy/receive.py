@@ -36,6 +36,38 @@ from .sequences import carrier_scale, lts_freq, pilot_values
 
 
 @dataclass
+class ChannelEstimate:
+    """What a frame's long training field gives, per batch row: enough to equalise the rest
+    of the frame. Complex fields have the samples' dtype, real ones its real dtype.
+
+    Attributes:
+        cfo_norm: [B] float32/float64 CFO, cycles/sample (0 where not estimated).
+        h: [B, N] complex64/complex128 channel per FFT bin (zero on unused bins).
+        n0: [B] float32/float64 noise variance per complex sample (> 0).
+        snr_db: [B] float32/float64 Es/N0 per complex time-domain sample.
+    """
+
+    cfo_norm: Tensor
+    h: Tensor
+    n0: Tensor
+    snr_db: Tensor
+
+    def rows(self, idx: list[int]) -> ChannelEstimate:
+        """The estimate of the frames at batch rows ``idx`` (in that order)."""
+        i = torch.as_tensor(idx, dtype=torch.long, device=self.h.device)
+        return ChannelEstimate(self.cfo_norm[i], self.h[i], self.n0[i], self.snr_db[i])
+
+    @staticmethod
+    def cat(parts: list[ChannelEstimate]) -> ChannelEstimate:
+        """Estimates of several batches, stacked row-wise in the order given."""
+        if not parts:
+            raise ValueError("cat needs at least one estimate")
+        return ChannelEstimate(
+            *(torch.cat([getattr(p, f) for p in parts]) for f in ("cfo_norm", "h", "n0", "snr_db"))
+        )
+
+
+@dataclass
 class RxResult:
     """Per-frame receive outputs (batched).
 
@@ -68,9 +100,15 @@ class RxResult:
     header_llr: Tensor
     pilots: Tensor | None = None
 
+    @property
+    def estimate(self) -> ChannelEstimate:
+        """The channel estimate these results came from (shares their tensors)."""
+        return ChannelEstimate(self.cfo_norm, self.h, self.n0, self.snr_db)
+
 
 def _abs2(x: Tensor) -> Tensor:
-    return x.real**2 + x.imag**2
+    """|x|^2: x [*] complex -> [*] real (one op fewer than re^2 + im^2, same values)."""
+    return torch.view_as_real(x).square().sum(-1)
 
 
 def line_fit(y: Tensor) -> Tensor:
@@ -136,6 +174,11 @@ class OfdmReceiver(nn.Module):
         self.register_buffer(
             "lts_used", torch.as_tensor(lts_freq(cfg)[used].real), persistent=False
         )
+        # the used bins, pilots first then data: what tracking and equalisation work on
+        self.n_pilots = len(cfg.pilot_carriers)
+        pd = np.concatenate([cfg.pilot_carriers, cfg.data_carriers])
+        self.register_buffer("pd_bins", torch.as_tensor(cfg.bins(pd)), persistent=False)
+        self.register_buffer("k_pd", torch.as_tensor(pd, dtype=torch.float64), persistent=False)
         # LMMSE smoothing prior: uniform PDP over the CP. R[k, l] = mean_d e^{-j2pi(k-l)d/N}
         k = cfg.used.astype(np.float64)
         # The FFT window starts fft_backoff samples early, which looks like an extra
@@ -150,11 +193,8 @@ class OfdmReceiver(nn.Module):
         self.register_buffer(
             "lts_ref", torch.as_tensor(self.a * lts_freq(cfg)[used].real), persistent=False
         )
-        k = np.arange(cfg.fft_size, dtype=np.float64)
-        self.register_buffer(  # the signed subcarrier of each FFT bin
-            "k_signed",
-            torch.as_tensor(np.where(k >= cfg.fft_size // 2, k - cfg.fft_size, k)),
-            persistent=False,
+        self.register_buffer(
+            "lts_index", torch.arange(cfg.lts_len, dtype=torch.float64), persistent=False
         )
         self._cache: dict = {}
 
@@ -199,10 +239,11 @@ class OfdmReceiver(nn.Module):
         rest = err - ramp[:, None] * idx
         return (kern @ rest[..., None])[..., 0] + ramp[:, None] * idx
 
-    def _smooth_phase(self, zs: Tensor, n0: Tensor, hp: Tensor) -> Tensor:
+    def _smooth_phase(self, zs: Tensor, n0: Tensor, pilot_power: Tensor) -> Tensor:
         """Common phase error per symbol from the pilots of the whole frame, not one symbol's.
 
-        zs: [B, S] complex, each symbol's MRC-combined pilot observation; returns [B, S] real
+        zs: [B, S] complex, each symbol's MRC-combined pilot observation; n0: [B] real noise
+        variance; pilot_power: [B] real, sum of |H|^2 over the pilots; returns [B, S] real
         radians. The phase is modelled as a residual-CFO ramp plus a random walk (oscillator
         phase noise of linewidth ``phase_noise_hz``) observed in white noise: the ramp comes
         from all adjacent symbol pairs, and what is left is smoothed by the optimal two-sided
@@ -215,7 +256,7 @@ class OfdmReceiver(nn.Module):
         ramp = torch.angle((zs[:, 1:] * torch.conj(zs[:, :-1])).sum(-1))  # [B] rad per symbol
         idx = torch.arange(s, device=zs.device, dtype=rdt)
         zr = zs * cis(-ramp[:, None] * idx).to(zs.dtype)
-        var = n0 / (2 * self.a**2 * _abs2(hp).sum(-1)).clamp_min(1e-30)  # [B]
+        var = n0 / (2 * self.a**2 * pilot_power).clamp_min(1e-30)  # [B]
         zsm = (self.phase_kernel(var.to(rdt), s).to(zs.dtype) @ zr[..., None])[..., 0]
         return torch.angle(zsm) + ramp[:, None] * idx
 
@@ -232,8 +273,9 @@ class OfdmReceiver(nn.Module):
         """LS channel estimate on used bins [B, U] and noise variance per bin [B]."""
         c, n = self.cfg, self.cfg.fft_size
         s = c.lts_cp - c.fft_backoff
-        y1 = torch.fft.fft(x[:, s : s + n], norm="ortho")[:, self.used_bins]
-        y2 = torch.fft.fft(x[:, s + n : s + 2 * n], norm="ortho")[:, self.used_bins]
+        # both symbols in one FFT: [B, 2, U]
+        y = torch.fft.fft(x[:, s : s + 2 * n].reshape(-1, 2, n), norm="ortho")[..., self.used_bins]
+        y1, y2 = y[:, 0], y[:, 1]
         h = (y1 + y2) / (2 * self._const("lts_ref", x.dtype, x.device))
         n0 = _abs2(y1 - y2).mean(-1) / 2
         return h, n0
@@ -259,23 +301,46 @@ class OfdmReceiver(nn.Module):
     def forward(self, x: Tensor, n_payload: int) -> RxResult:
         """x: [B, >= lts_len + header_len + S symbol_len] complex64/complex128 from the LTS
         start (the stream receiver cuts there after detection; from the frame start use
-        ``receive_frame``); n_payload: k. Returns an :class:`RxResult` in x's precision."""
+        ``receive_frame``); n_payload: k. Returns an :class:`RxResult` in x's precision.
+
+        ``estimate`` then ``equalize``: a caller that already holds the frame's estimate
+        (the stream receiver, from the header pass) calls ``equalize`` alone."""
+        x = self._frame(x, n_payload)
+        est = self.estimate(x)
+        if self.estimate_cfo:
+            x = self._derotate(x, est.cfo_norm)
+        return self.equalize(x, est, n_payload)
+
+    def _frame(self, x: Tensor, n_payload: int) -> Tensor:
+        """x checked ([B, L] complex, long enough for k = n_payload) and cut to the frame."""
         c = self.cfg
         if not torch.is_complex(x) or x.dim() != 2:
             raise ValueError(f"x must be [B, L] complex, got {x.dtype} {tuple(x.shape)}")
-        s_pay = c.payload_symbols(n_payload)
-        n_sym = c.header_symbols + s_pay
+        n_sym = c.header_symbols + c.payload_symbols(n_payload)
         need = c.lts_len + n_sym * c.symbol_len
         if x.shape[-1] < need:
             raise ValueError(f"frame needs {need} samples from the LTS start, got {x.shape[-1]}")
-        x = x[:, :need]
+        return x[:, :need]
+
+    def estimate(self, x: Tensor) -> ChannelEstimate:
+        """What the long training field says: x [B, >= lts_len] complex64/complex128 from the
+        LTS start (as received: the CFO is estimated here, and removed before the channel
+        estimate) -> :class:`ChannelEstimate` in x's precision."""
+        c = self.cfg
+        if not torch.is_complex(x) or x.dim() != 2 or x.shape[-1] < c.lts_len:
+            raise ValueError(
+                f"x must be [B, >= {c.lts_len}] complex, got {x.dtype} {tuple(x.shape)}"
+            )
+        x = x[:, : c.lts_len]
         b = x.shape[0]
-        rdt = x.real.dtype
         if self.estimate_cfo:
             cfo = self._cfo(x)
-            x = self._derotate(x, cfo)
+            # the long training field alone: one phase per sample, in float64, is fewer
+            # operations than the block-factored ramp a whole frame needs
+            m = self._const("lts_index", torch.float64, x.device)
+            x = x * cis(m * (-2 * math.pi) * cfo.double()[:, None]).to(x.dtype)
         else:
-            cfo = torch.zeros(b, dtype=rdt, device=x.device)
+            cfo = torch.zeros(b, dtype=x.real.dtype, device=x.device)
         h_used, n0 = self._lts(x)
         n0 = n0.clamp_min(1e-12)
         # Es from the unsmoothed LS estimate, whose noise variance n0 / (2 a^2) is known exactly
@@ -286,63 +351,77 @@ class OfdmReceiver(nn.Module):
             h_used = self._smooth(h_used, n0)
         h = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
         h = h.index_copy(1, self.used_bins, h_used)
+        return ChannelEstimate(cfo_norm=cfo, h=h, n0=n0, snr_db=10 * torch.log10(es / n0))
 
-        grid = demodulate(c, x[:, c.lts_len :], n_sym)  # [B, S, N]
-        # pilots, after ZF: z = Y conj(a H) p  (MRC-weighted phase observations)
-        hp = h[:, self.pilot_bins]  # [B, P]
-        pv = self._const(f"pilots{n_sym}", rdt, x.device)  # [S, P]
-        yp = grid[..., self.pilot_bins]
+    def equalize(self, x: Tensor, est: ChannelEstimate, n_payload: int) -> RxResult:
+        """Track, equalise and demap one frame per row with a given estimate.
+
+        x: [B, >= lts_len + header_len + S symbol_len] complex64/complex128 from the LTS
+        start, with ``est.cfo_norm`` already removed (``forward`` derotates; the stream
+        receiver folds it into its own float64 ramp); est: the frames' :class:`ChannelEstimate`
+        (``estimate``, or ``RxResult.estimate`` of an earlier pass over the same frames);
+        n_payload: k. Returns an :class:`RxResult` in x's precision.
+
+        Only the used bins are tracked and equalised, pilots first then data (``pd_bins``):
+        the receive path costs its number of tensor operations more than their size."""
+        c = self.cfg
+        x = self._frame(x, n_payload)
+        s_pay = c.payload_symbols(n_payload)
+        n_sym = c.header_symbols + s_pay
+        b = x.shape[0]
+        rdt, dev = x.real.dtype, x.device
+        h, n0 = est.h, est.n0
+        if h.shape != (b, c.fft_size) or n0.shape != (b,):
+            raise ValueError(
+                f"estimate of shape h {tuple(h.shape)}, n0 {tuple(n0.shape)} for {b} frames"
+            )
+        a, n_p = self.a, self.n_pilots
+        g = demodulate(c, x[:, c.lts_len :], n_sym)[..., self.pd_bins]  # [B, S, P + D]
+        hu = h[:, self.pd_bins]  # [B, P + D]
+        p2 = _abs2(hu)
+        hp, w = hu[:, :n_p], p2[:, :n_p]  # pilots: channel, power
+        pv = self._const(f"pilots{n_sym}", rdt, dev)  # [S, P]
         if self.track:
-            z = yp * torch.conj(hp)[:, None, :] * pv[None]
+            # pilots after ZF: z = Y conj(a H) p  (MRC-weighted phase observations)
+            z = g[..., :n_p] * (torch.conj(hp)[:, None, :] * pv)  # [B, S, P]
+            zs = z.sum(-1)
             if self.smooth_tracking and n_sym > 1:
-                phi = self._smooth_phase(z.sum(-1), n0, hp)  # common phase error [B, S]
+                phi = self._smooth_phase(zs, n0, w.sum(-1))  # common phase error [B, S]
             else:
-                phi = torch.angle(z.sum(-1))
-            rot = cis(-phi).to(x.dtype)
-            resid = torch.angle(z * rot[..., None])  # [B, S, P]
-            w = _abs2(hp)[:, None, :].to(rdt)
-            pk = self._const("pilot_k", rdt, x.device)
-            beta = (w * pk * resid).sum(-1) / (w * pk**2).sum(-1).clamp_min(1e-30)
+                phi = torch.angle(zs)
+            resid = torch.angle(z * cis(-phi)[..., None].to(x.dtype))  # [B, S, P]
+            pk = self._const("pilot_k", rdt, dev)
+            wpk = (w * pk)[:, None, :]
+            beta = (wpk * resid).sum(-1) / (wpk * pk).sum(-1).clamp_min(1e-30)
             if self.smooth_tracking and n_sym > 2:
                 beta = line_fit(beta)
-            th = -(phi[..., None] + beta[..., None] * self._const("k_signed", rdt, x.device))
-            grid = grid * cis(th).to(x.dtype)
-        hn = h[:, None, :]
+            th = phi[..., None] + beta[..., None] * self._const("k_pd", rdt, dev)
+            g = g * cis(-th).to(x.dtype)
+        safe = torch.where(p2 > 1e-20, hu, torch.full_like(hu, 1e-10))
         if self.equalizer == "zf":
-            safe = torch.where(_abs2(hn) > 1e-20, hn, torch.full_like(hn, 1e-10))
-            eq = grid / (self.a * safe)
+            wgt = 1 / (a * safe[:, n_p:])
         else:
-            eq = torch.conj(hn) * grid / (self.a * (_abs2(hn) + (n0 / self.a**2)[:, None, None]))
-        post_snr = (self.a**2 * _abs2(h) / n0[:, None]).to(rdt)  # [B, N] ZF output SNR per bin
+            wgt = torch.conj(hu[:, n_p:]) / (a * (p2[:, n_p:] + (n0 / a**2)[:, None]))
+        eq = g[..., n_p:] * wgt[:, None, :]  # [B, S, D]
+        post = (a**2 * p2[:, n_p:] / n0[:, None]).to(rdt)  # [B, D] ZF output SNR per data bin
 
         # pilots after tracking and ZF, for EVM
-        pz = (
-            grid[..., self.pilot_bins]
-            / (self.a * torch.where(_abs2(hp) > 1e-20, hp, torch.full_like(hp, 1e-10)))[:, None]
-        )
-        evm = torch.sqrt(_abs2(pz - pv[None]).mean((-1, -2)))
+        pz = g[..., :n_p] / (a * safe[:, None, :n_p])
+        evm = torch.sqrt(_abs2(pz - pv).mean((-1, -2)))
 
-        hdr = eq[:, : c.header_symbols][..., self.data_bins]  # [B, H, n_data]
-        llr = 4 * hdr.real * post_snr[:, None, self.data_bins]
-        if self.equalizer == "mmse":  # MMSE scales the symbol by g = p / (p + 1); undo for LLRs
-            p = post_snr[:, None, self.data_bins]
-            llr = llr * (p + 1) / p.clamp_min(1e-30)
-        pay = eq[:, c.header_symbols :][..., self.data_bins].reshape(b, -1)[:, :n_payload]
-        gain = (
-            post_snr[:, self.data_bins][:, None, :]
-            .expand(b, s_pay, -1)
-            .reshape(b, -1)[:, :n_payload]
-        )
-
-        snr_db = 10 * torch.log10(es / n0)
+        # header LLRs: 4 Re(z) p for ZF; MMSE scales the symbol by p / (p + 1), undone here
+        scale = 4 * post if self.equalizer == "zf" else 4 * post * (post + 1) / post.clamp_min(1e-30)
+        llr = eq[:, : c.header_symbols].real * scale[:, None, :]
+        pay = eq[:, c.header_symbols :].reshape(b, -1)[:, :n_payload]
+        gain = post[:, None, :].expand(b, s_pay, -1).reshape(b, -1)[:, :n_payload]
         return RxResult(
             symbols=pay,
             h=h,
             n0=n0,
-            snr_db=snr_db,
-            cfo_norm=cfo,
+            snr_db=est.snr_db,
+            cfo_norm=est.cfo_norm,
             evm_pilots=evm,
             symbol_gain=gain,
             header_llr=llr.reshape(b, -1),
-            pilots=(pz * pv[None]).reshape(b, -1),
+            pilots=(pz * pv).reshape(b, -1),
         )

@@ -20,7 +20,7 @@ from ..convert import to_numpy, to_numpy_real, to_torch
 from .coding import MAX_LIST
 from .header import HEADER_LIST, Header, HeaderError, decode_header_bits, parse_header_bits
 from .numerology import OfdmConfig
-from .receive import OfdmReceiver, RxResult
+from .receive import ChannelEstimate, OfdmReceiver, RxResult
 from .sync import Detection, StreamSync
 
 DETECT_SPAN = 4096  # samples the detector's metric covers per pass
@@ -61,6 +61,21 @@ class FrameEvent:
     snr_db: float | None = None
     evm_pilots: float | None = None
     pilots: np.ndarray | None = None
+
+
+@dataclass
+class _Pending:
+    """A detected frame on its way through the receiver (the queue's element).
+
+    header: None until the header pass, then the Header or why it failed (HeaderError);
+    est: the header pass's channel estimates and this frame's row in them, reused by the
+    payload pass (the frame is received once: its long training field is not read twice);
+    row: the results, as numpy (set when the frame is done)."""
+
+    det: Detection
+    header: Header | HeaderError | None = None
+    est: tuple[ChannelEstimate, int] | None = None
+    row: dict | None = None
 
 
 @dataclass
@@ -117,8 +132,8 @@ class FrameReceiver:
         self._dc = 0j  # running estimate of the RX DC offset
         self._rewound_to = -1  # the last frame end the scan went back to (echo removed)
         self._emitted_end = -1  # end of the last frame emitted with a valid header
-        # queue of [detection, header | HeaderError | None, (row of results)] in stream order
-        self._queue: list[list] = []
+        # the frames detected and not yet emitted, in stream order
+        self._queue: list[_Pending] = []
 
     DC_TIME = 1 << 15  # samples: the DC estimate's time constant (8 ms at 4 MSps)
 
@@ -192,14 +207,16 @@ class FrameReceiver:
         those frames can be reported as failed rather than vanish.
         """
         return [
-            (q[0], q[1] if isinstance(q[1], Header) else None) for q in self._queue if len(q) == 2
+            (q.det, q.header if isinstance(q.header, Header) else None)
+            for q in self._queue
+            if q.row is None
         ]
 
     # ----------------------------------------------------------------- internals
     def _trim(self) -> None:
         keep_from = self._scan
         if self._queue:
-            keep_from = min(keep_from, self._queue[0][0].lts_start)
+            keep_from = min(keep_from, self._queue[0].det.lts_start)
         drop = keep_from - self._base
         if drop > 0:
             self._buf = self._buf[drop:]
@@ -254,7 +271,7 @@ class FrameReceiver:
                 self._scan = max(self._scan + (jm + 1) * L, owner)  # on from the frame's end
                 continue
             self.stats.detections += 1
-            self._queue.append([det, None])
+            self._queue.append(_Pending(det))
             # header and payload have no STS-like periodicity; keep scanning right after the LTS
             self._scan = det.lts_start + self.cfg.lts_len
 
@@ -265,7 +282,7 @@ class FrameReceiver:
         todo = [
             q
             for q in self._queue
-            if q[1] is None and self.position >= q[0].lts_start + c.lts_len + c.header_len
+            if q.header is None and self.position >= q.det.lts_start + c.lts_len + c.header_len
         ]
         if todo:
             self._read_headers(todo)
@@ -274,14 +291,14 @@ class FrameReceiver:
         # header was read (late in a long payload) is an echo too
         kept, end, rewind = [], -1, None
         for q in self._queue:
-            if q[0].frame_start < end:
+            if q.det.frame_start < end:
                 self.stats.rejected += 1
                 self.stats.detections -= 1
                 rewind = end if rewind is None else min(rewind, end)
                 continue
             kept.append(q)
-            if isinstance(q[1], Header):
-                end = q[0].frame_start + c.frame_len(q[1].payload_len)
+            if isinstance(q.header, Header):
+                end = q.det.frame_start + c.frame_len(q.header.payload_len)
         self._queue = kept
         if rewind is None or self._scan <= rewind or rewind == self._rewound_to:
             return False
@@ -290,7 +307,9 @@ class FrameReceiver:
         # read as valid, and scan again from its end. Valid frames stay queued; the detector
         # skips what falls inside them (_inside_known)
         for q in [
-            q for q in self._queue if q[0].frame_start >= rewind and not isinstance(q[1], Header)
+            q
+            for q in self._queue
+            if q.det.frame_start >= rewind and not isinstance(q.header, Header)
         ]:
             self._queue.remove(q)
             self.stats.detections -= 1
@@ -304,9 +323,9 @@ class FrameReceiver:
         if det.frame_start < self._emitted_end:
             return self._emitted_end
         for q in self._queue:
-            if isinstance(q[1], Header):
-                a = q[0].frame_start
-                end = a + c.frame_len(q[1].payload_len)
+            if isinstance(q.header, Header):
+                a = q.det.frame_start
+                end = a + c.frame_len(q.header.payload_len)
                 if a - c.sts_period <= det.frame_start < end:
                     return end
         return None
@@ -314,9 +333,10 @@ class FrameReceiver:
     def _read_headers(self, todo: list) -> None:
         c = self.cfg
         t0 = time.perf_counter()
-        res = self._receive([q[0] for q in todo], 0)
+        res = self._receive([q.det for q in todo], 0)
         bits = viterbi_decode_batch(res.header_llr, c, self.header_list)
         rows = None  # as numpy only when a header failed (its event reports the frame)
+        est = res.estimate
         for i, q in enumerate(todo):
             try:
                 hdr = parse_header_bits(bits[i])
@@ -324,11 +344,11 @@ class FrameReceiver:
                     raise HeaderError(
                         f"payload_len {hdr.payload_len} exceeds max_payload {self.max_payload}"
                     )
-                q[1] = hdr
+                q.header, q.est = hdr, (est, i)
             except HeaderError as exc:
-                q[1] = exc
+                q.header = exc
                 rows = rows or _rows(res)
-                q.append(rows[i])
+                q.row = rows[i]
         self.stats.seconds["header"] += time.perf_counter() - t0
 
     def _receive_payloads(self, events: list[FrameEvent]) -> bool:
@@ -340,22 +360,23 @@ class FrameReceiver:
         ready = [
             q
             for q in self._queue
-            if isinstance(q[1], Header)
-            and len(q) == 2
-            and self.position >= q[0].frame_start + c.frame_len(q[1].payload_len)
+            if isinstance(q.header, Header)
+            and q.row is None
+            and self.position >= q.det.frame_start + c.frame_len(q.header.payload_len)
         ]
-        by_len: dict[int, list] = {}
+        by_len: dict[int, list[_Pending]] = {}
         for q in ready:
-            by_len.setdefault(q[1].payload_len, []).append(q)
+            by_len.setdefault(q.header.payload_len, []).append(q)
         for k, group in by_len.items():
             t0 = time.perf_counter()
-            res = self._receive([q[0] for q in group], k)
+            res = self._receive([q.det for q in group], k, _gather([q.est for q in group]))
             for q, row in zip(group, _rows(res), strict=True):
-                q.append(row)
+                q.row, q.est = row, None
             self.stats.seconds["payload"] += time.perf_counter() - t0
         moved = False
-        while self._queue and len(self._queue[0]) == 3:
-            det, hdr, row = self._queue.pop(0)
+        while self._queue and self._queue[0].row is not None:
+            q = self._queue.pop(0)
+            det, hdr, row = q.det, q.header, q.row
             if isinstance(hdr, HeaderError):
                 self.stats.header_errors += 1
                 events.append(self._event("header_error", det, row, error=str(hdr)))
@@ -368,7 +389,12 @@ class FrameReceiver:
                     self._scan, moved = end, True
         return moved
 
-    def _receive(self, dets: list[Detection], n_payload: int) -> RxResult:
+    def _receive(
+        self, dets: list[Detection], n_payload: int, est: ChannelEstimate | None = None
+    ) -> RxResult:
+        """Receive the frames of ``dets`` (all with payload k = n_payload): the header pass
+        (k = 0, est None) estimates the channel from each long training field; the payload
+        pass hands that estimate back (rows in the order of ``dets``) and only equalises."""
         c = self.cfg
         n = c.lts_len + (c.header_symbols + c.payload_symbols(n_payload)) * c.symbol_len
         segs = np.empty((len(dets), n), np.complex64)
@@ -377,11 +403,15 @@ class FrameReceiver:
             segs[i] = self._buf[a : a + n]
         with torch.inference_mode():
             cfo = torch.tensor([-det.cfo_norm for det in dets], dtype=torch.float64)
-            # the detector's CFO removed with a phase computed in float64; the receive path then
-            # runs in the samples' own single precision, as in training (complex128 cost 1.7x
-            # the time on batches of frames)
+            if est is not None:  # the receive path's own residual CFO, folded into one ramp
+                cfo = cfo - est.cfo_norm.double()
+            # the CFO removed with a phase computed in float64; the receive path then runs in
+            # the samples' own single precision, as in training (complex128 cost 1.7x the time
+            # on batches of frames)
             x = to_torch(segs) * phase_ramp(cfo, n).to(torch.complex64)
-            return self.rx(x, n_payload)
+            if est is None:
+                return self.rx(x, n_payload)
+            return self.rx.equalize(x, est, n_payload)
 
     def _event(self, status, det: Detection, row: dict, header=None, error=None) -> FrameEvent:
         fs = self.cfg.sample_rate_hz
@@ -401,6 +431,19 @@ class FrameReceiver:
             symbols=row["symbols"] if status == "ok" else None,
             symbol_gain=row["symbol_gain"] if status == "ok" else None,
         )
+
+
+def _gather(refs: list[tuple[ChannelEstimate, int]]) -> ChannelEstimate:
+    """The estimates of frames given as (batch estimate, row) in order: one gather per batch
+    they came from (frames read in one header pass usually finish in one payload pass)."""
+    parts, i = [], 0
+    while i < len(refs):
+        j = i
+        while j < len(refs) and refs[j][0] is refs[i][0]:
+            j += 1
+        parts.append(refs[i][0].rows([r for _, r in refs[i:j]]))
+        i = j
+    return parts[0] if len(parts) == 1 else ChannelEstimate.cat(parts)
 
 
 def _rows(res: RxResult) -> list[dict]:
