@@ -30,3 +30,37 @@ def test_frames_back_to_back_all_decode(gap, payload):
     assert [(e.status, e.header.seq) for e in events] == [("ok", i) for i in range(4)]
     for e in events:
         assert np.mean(np.abs(e.symbols - s) ** 2) < 1e-3
+
+
+@pytest.mark.parametrize("chunk", [997, 1 << 16])
+def test_each_frame_is_estimated_once_and_equalised_like_a_whole_frame(chunk):
+    """The header pass estimates CFO and channel from the long training field; the payload pass
+    reuses that estimate (one ``estimate`` call per frame, however the chunks fall), and its
+    symbols are those of one receive call over the frame at the detector's timing and CFO."""
+    import torch
+
+    from tests.phy.helpers import impair, make_frames, make_stream, run_receiver
+
+    cfg = OfdmConfig()
+    rng = np.random.default_rng(5)
+    frames, headers, _ = make_frames(FrameBuilder(cfg), rng, 6, k=480)
+    x, _ = make_stream(frames, rng)
+    y = impair(x, snr_db=18.0, cfo_hz=3e3, seed=2)
+    fr = FrameReceiver(cfg)
+    calls = []
+    real = fr.rx.estimate
+    fr.rx.estimate = lambda z: calls.append(z.shape[0]) or real(z)
+    events = run_receiver(fr, y, chunk)
+    assert [e.header.seq for e in events if e.status == "ok"] == [h.seq for h in headers]
+    assert sum(calls) == len(events) == 6
+    del fr.rx.estimate
+    for e in events:
+        start = e.frame_start + cfg.sts_len
+        seg = torch.from_numpy(y[start : start + cfg.frame_len(480)])[None]
+        m = torch.arange(seg.shape[1], dtype=torch.float64)
+        ramp = torch.exp(-2j * np.pi * (e.detector_cfo_hz / cfg.sample_rate_hz) * m)
+        with torch.inference_mode():
+            ref = fr.rx((seg * ramp).to(torch.complex64), 480)
+        # apart from float32 rounding and the stream's slow DC removal
+        assert abs(ref.cfo_norm.item() * cfg.sample_rate_hz + e.detector_cfo_hz - e.cfo_hz) < 1.0
+        assert np.abs(ref.symbols[0].numpy() - e.symbols).max() < 1e-3

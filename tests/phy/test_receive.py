@@ -204,3 +204,39 @@ def test_line_fit_stays_on_the_inputs_device():
     from hil.phy.receive import line_fit
 
     assert line_fit(torch.empty(3, 5, device="meta")).device.type == "meta"
+
+
+def test_estimate_then_equalize_is_the_forward_pass(gen):
+    """The stream receiver's two calls (estimate in the header pass, equalize in the payload
+    pass) give what one forward pass gives, to the last bit where the caller derotates as
+    forward does."""
+    _s, x = _frames(CFG, gen, b=3, k=480, dtype=torch.complex64)
+    ch = ChannelChain.from_tables([{"kind": "cfo", "sample_rate_hz": 4e6}, {"kind": "awgn"}])
+    y = ch(x, snr_db=15.0, generator=gen, values={"cfo": {"cfo_hz": 7e3}}).y[:, CFG.sts_len :]
+    rx = OfdmReceiver(CFG)
+    whole = rx(y, 480)
+    head = rx(y[:, : CFG.lts_len + CFG.header_len], 0)  # what the header pass reads
+    est = head.estimate
+    for f in ("cfo_norm", "h", "n0", "snr_db"):
+        assert torch.equal(getattr(est, f), getattr(whole, f)), f
+    # (the header LLRs differ: the header pass tracks the phase over the header alone)
+    again = rx.equalize(rx._derotate(y, est.cfo_norm), est, 480)
+    for f in ("symbols", "symbol_gain", "evm_pilots", "pilots", "header_llr"):
+        assert torch.equal(getattr(again, f), getattr(whole, f)), f
+    # rows picked and put back together in another order stay with their frames
+    two = type(est).cat([est.rows([2]), est.rows([0])])
+    assert torch.equal(two.h, est.h[[2, 0]]) and torch.equal(two.n0, est.n0[[2, 0]])
+    with pytest.raises(ValueError, match="at least one"):
+        type(est).cat([])
+
+
+def test_equalize_refuses_an_estimate_of_other_frames(gen):
+    _s, x = _frames(CFG, gen, b=2, k=48, dtype=torch.complex64)
+    rx = OfdmReceiver(CFG)
+    est = rx.estimate(x[:, CFG.sts_len :])
+    with pytest.raises(ValueError, match="for 1 frames"):
+        rx.equalize(x[:1, CFG.sts_len :], est, 48)
+    with pytest.raises(ValueError, match="complex"):
+        rx.estimate(x.real)
+    with pytest.raises(ValueError, match=str(CFG.lts_len)):
+        rx.estimate(x[:, CFG.sts_len : CFG.sts_len + 10])
