@@ -91,7 +91,7 @@ class Receiver:
         self.whole_refs = whole_refs or {}  # content id -> a whole photograph [3, H, W]
         self.item_images: dict[int, dict] = {}  # item id -> the manifest's image entry
         self.log = log
-        self.fr = FrameReceiver(phy)
+        self.fr = FrameReceiver(phy, fingerprint=fingerprint)
         self.fr_base: int | None = None  # device sample index of the FrameReceiver's sample 0
         self.pos_base = 0  # stream samples before the FrameReceiver's sample 0 (never goes back)
         self.acc = Accounting(keep=keep_frames, inferred=not manifest)

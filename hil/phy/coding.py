@@ -88,18 +88,43 @@ def _llr_batch(llr: np.ndarray) -> tuple[np.ndarray, bool]:
     return llr, single
 
 
-def viterbi_decode(llr: np.ndarray) -> np.ndarray:
+def _known_penalty(known: np.ndarray | None, b: int, steps: int) -> np.ndarray | None:
+    """Input bits known before decoding -> [steps, B, 2] path-metric penalties: -inf for the
+    input value a known bit rules out, 0 elsewhere (the tail's steps are free: termination
+    already forces them).
+
+    known: None, or [n] / [B, n] integers (n = steps - TAIL): -1 where the bit is unknown,
+    else its value 0 or 1 ([n] applies to every row)."""
+    if known is None:
+        return None
+    k = np.asarray(known)
+    n = steps - TAIL
+    if k.ndim == 1:
+        k = np.broadcast_to(k, (b, k.shape[0]))
+    if k.shape != (b, n) or not np.isin(k, (-1, 0, 1)).all():
+        raise ValueError(f"known must be [{n}] or [{b}, {n}] of -1, 0, 1, got {np.shape(known)}")
+    pen = np.zeros((steps, b, 2))
+    pen[:n, :, 1][k.T == 0] = -np.inf  # a known 0 rules out the branches that shift in a 1
+    pen[:n, :, 0][k.T == 1] = -np.inf
+    return pen
+
+
+def viterbi_decode(llr: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
     """Soft-decision Viterbi on a terminated trellis, vectorised over a batch.
 
     Args:
         llr: [2 (n + 6)] or [B, 2 (n + 6)] log-likelihood ratios of the coded bits, real
             (any precision; computed in float64).
+        known: input bits known a priori (a header's version, the expected model
+            fingerprint): [n] or [B, n] integers, -1 unknown, else 0 or 1. The search then
+            only follows paths that carry them: fewer unknowns, a stronger code.
     Returns:
         [n] or [B, n] decoded bits (uint8).
     """
     llr, single = _llr_batch(llr)
     _, out, prev, prev_bit = _trellis()
     b, steps = llr.shape[0], llr.shape[1] // 2
+    pen = _known_penalty(known, b, steps)
     half = N_STATES // 2
     # With the newest bit in the state's MSB, state t = (bit, j) has the predecessors
     # 2j and 2j + 1 (j = t mod 32): add-compare-select is a reshape, not a gather.
@@ -112,6 +137,8 @@ def viterbi_decode(llr: np.ndarray) -> np.ndarray:
     choice = np.empty((steps, b, N_STATES), np.bool_)
     for t in range(steps):
         cand = metric + bm[t]  # [B, 2 (new bit), 32, 2 (pred)]
+        if pen is not None:
+            cand = cand + pen[t][:, :, None, None]
         c = cand[..., 1] > cand[..., 0]
         choice[t] = c.reshape(b, N_STATES)
         metric = np.maximum(cand[..., 0], cand[..., 1]).reshape(b, 1, half, 2)
@@ -125,7 +152,9 @@ def viterbi_decode(llr: np.ndarray) -> np.ndarray:
     return bits[0] if single else bits
 
 
-def list_viterbi_decode(llr: np.ndarray, n_list: int) -> tuple[np.ndarray, np.ndarray]:
+def list_viterbi_decode(
+    llr: np.ndarray, n_list: int, known: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``n_list`` most likely input sequences through the terminated trellis, best first
     (the parallel list Viterbi algorithm, Seshadri and Sundberg 1994).
 
@@ -139,6 +168,7 @@ def list_viterbi_decode(llr: np.ndarray, n_list: int) -> tuple[np.ndarray, np.nd
         llr: [2 (n + 6)] or [B, 2 (n + 6)] LLRs of the coded bits, real (any precision;
             computed in float64).
         n_list: paths kept per state, 1..MAX_LIST (64).
+        known: input bits known a priori, as for ``viterbi_decode``.
     Returns:
         bits [L, n] or [B, L, n] uint8 and path metrics [L] or [B, L] float64 (correlation,
         larger is better; -inf for a rank no distinct path reaches: ignore its bits).
@@ -151,6 +181,9 @@ def list_viterbi_decode(llr: np.ndarray, n_list: int) -> tuple[np.ndarray, np.nd
     b, steps = llr.shape[0], llr.shape[1] // 2
     sign = 1.0 - 2.0 * out[prev, prev_bit[:, None]]  # [S, 2 preds, 2 bits]
     bm = (llr.reshape(b, steps, 2) @ sign.reshape(-1, 2).T).reshape(b, steps, N_STATES, 2)
+    pen = _known_penalty(known, b, steps)
+    if pen is not None:  # by the input bit each state's incoming branches shift in
+        bm = bm + pen[:, :, prev_bit].transpose(1, 0, 2)[..., None]
     metric = np.full((b, N_STATES, n_list), -np.inf)
     metric[:, 0, 0] = 0.0
     choice = np.empty((steps, b, N_STATES, n_list), np.int16)

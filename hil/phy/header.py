@@ -129,6 +129,82 @@ class Header:
         )
 
 
+_FIELDS = ("B", "B", "I", "I", "8s", "I", "B", "H", "H", "H", "H")  # _FMT, field by field
+if ">" + "".join(_FIELDS) != _FMT:
+    raise RuntimeError("_FIELDS must list _FMT's fields")
+
+
+def _field_bits(index: int) -> tuple[int, int]:
+    """(first bit, bit count) of the body field at ``index`` of ``_FMT`` (0: version, 2: seq,
+    3: item_id, 4: fingerprint, 5: payload_len, ...)."""
+    at = struct.calcsize(">" + "".join(_FIELDS[:index]))
+    return 8 * at, 8 * struct.calcsize(">" + _FIELDS[index])
+
+
+@dataclass(frozen=True)
+class HeaderPrior:
+    """What a receiver knows of a header before decoding it: the decoder then follows only
+    trellis paths that carry those bits (``coding.viterbi_decode(known=...)``), so fewer bits
+    are unknown and the code is stronger where the plain decoder fails.
+
+    A header that does not match the prior (another model's frame) fails its CRC under it and
+    is decoded again without it: the prior never loses a frame the plain decoder reads.
+
+    Attributes:
+        fingerprint: the model fingerprint the receiver expects (its decoder's), or None.
+        max_payload: the largest payload_len accepted: its high zero bits are known.
+        seq_high, item_high: seq >> 16 and item_id >> 16 of the last header read (the
+            transmitter counts up, so they rarely change), or None.
+    """
+
+    fingerprint: bytes | None = None
+    max_payload: int = 2**32 - 1
+    seq_high: int | None = None
+    item_high: int | None = None
+
+    def __post_init__(self):
+        if self.fingerprint is not None and (
+            not isinstance(self.fingerprint, bytes) or len(self.fingerprint) != 8
+        ):
+            raise ValueError(f"fingerprint must be 8 bytes or None, got {self.fingerprint!r}")
+        if not 0 <= self.max_payload < 2**32:
+            raise ValueError(f"max_payload must be in 0..2^32 - 1, got {self.max_payload}")
+        for name in ("seq_high", "item_high"):
+            v = getattr(self, name)
+            if v is not None and not 0 <= v < 2**16:
+                raise ValueError(f"{name} must be in 0..65535 or None, got {v}")
+
+    def after(self, header: Header) -> HeaderPrior:
+        """The prior for the next frame, once ``header`` was read."""
+        return HeaderPrior(
+            self.fingerprint, self.max_payload, header.seq >> 16, header.item_id >> 16
+        )
+
+    def known_bits(self) -> np.ndarray:
+        """[HEADER_BITS] int64: each header bit's known value (0/1), -1 where unknown. The
+        version is always known (a receiver reads only its own); the CRC never is."""
+        kn = np.full(HEADER_BITS, -1, np.int64)
+
+        def put(index: int, value: int, bits: int | None = None) -> None:
+            at, n = _field_bits(index)
+            bits = n if bits is None else bits  # the field's top `bits` bits
+            v = value >> (n - bits) if bits < n else value
+            kn[at : at + bits] = [(v >> (bits - 1 - i)) & 1 for i in range(bits)]
+
+        put(0, FORMAT_VERSION)
+        zeros = 32 - self.max_payload.bit_length()
+        if zeros:
+            put(5, 0, zeros)
+        if self.fingerprint is not None:
+            at, n = _field_bits(4)
+            kn[at : at + n] = np.unpackbits(np.frombuffer(self.fingerprint, np.uint8))
+        if self.seq_high is not None:
+            put(2, self.seq_high << 16, 16)
+        if self.item_high is not None:
+            put(3, self.item_high << 16, 16)
+        return kn
+
+
 def coded_bits_capacity(cfg: OfdmConfig) -> int:
     return cfg.header_symbols * cfg.n_data
 
@@ -159,14 +235,20 @@ def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
     return (1.0 - 2.0 * encode_header_bits(header, cfg)).reshape(cfg.header_symbols, cfg.n_data)
 
 
-def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig, n_list: int = HEADER_LIST) -> np.ndarray:
+def decode_header_bits(
+    llr: np.ndarray,
+    cfg: OfdmConfig,
+    n_list: int = HEADER_LIST,
+    prior: HeaderPrior | None = None,
+) -> np.ndarray:
     """Soft bits [B, header_symbols * n_data] real (any precision; LLR, positive for bit 0) ->
     hard header bits [B, HEADER_BITS] uint8 (batched Viterbi).
 
-    A row whose Viterbi path fails the CRC is decoded again by the list Viterbi decoder
-    (``n_list`` paths, best first; 1 turns it off), and the first path that passes the CRC is
-    taken; where none does, the Viterbi path is returned and the CRC rejects it.
-    Non-finite LLRs are zeroed (erasures); the CRC then decides.
+    A row whose Viterbi path fails the CRC is decoded again: with a ``prior``, first by the
+    Viterbi and then the list Viterbi decoder held to its known bits; then by the list Viterbi
+    decoder without it (``n_list`` paths, best first; 1 turns list decoding off). The first
+    path that passes the CRC is taken; where none does, the Viterbi path is returned and the
+    CRC rejects it. Non-finite LLRs are zeroed (erasures); the CRC then decides.
     """
     n = _check_fits(cfg)
     llr = np.asarray(llr, np.float64)
@@ -180,16 +262,32 @@ def decode_header_bits(llr: np.ndarray, cfg: OfdmConfig, n_list: int = HEADER_LI
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not _crc_ok(out[i])]
+    known = None
+    if prior is not None and failed:
+        known = prior.known_bits()
+        held = viterbi_decode(llr[failed], known)
+        for j, i in enumerate(failed):
+            if _crc_ok(held[j]):
+                out[i] = held[j]
+        failed = [i for i in failed if not _crc_ok(out[i])]
+    for kn in (known, None) if known is not None else (None,):
+        failed = _list_decode(llr, out, failed, n_list, kn)
+    return out
+
+
+def _list_decode(llr, out, failed: list[int], n_list: int, known) -> list[int]:
+    """List-Viterbi the rows ``failed`` of llr (held to ``known`` bits, or not), writing into
+    ``out`` the first path of each that passes the CRC; returns the rows still failing."""
     # 32 headers at a time: the list decoder's traceback table is ~0.6 MB per header
     for at in range(0, len(failed) if n_list > 1 else 0, 32):
         rows = failed[at : at + 32]
-        paths, metric = list_viterbi_decode(llr[rows], n_list)
+        paths, metric = list_viterbi_decode(llr[rows], n_list, known)
         for j, i in enumerate(rows):
             for r in range(n_list):  # path 0 is the Viterbi path (up to ties)
                 if np.isfinite(metric[j, r]) and _crc_ok(paths[j, r]):
                     out[i] = paths[j, r]
                     break
-    return out
+    return [i for i in failed if not _crc_ok(out[i])]
 
 
 def _crc_ok(bits: np.ndarray) -> bool:

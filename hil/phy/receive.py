@@ -410,7 +410,9 @@ class OfdmReceiver(nn.Module):
         evm = torch.sqrt(_abs2(pz - pv).mean((-1, -2)))
 
         # header LLRs: 4 Re(z) p for ZF; MMSE scales the symbol by p / (p + 1), undone here
-        scale = 4 * post if self.equalizer == "zf" else 4 * post * (post + 1) / post.clamp_min(1e-30)
+        scale = (
+            4 * post if self.equalizer == "zf" else 4 * post * (post + 1) / post.clamp_min(1e-30)
+        )
         llr = eq[:, : c.header_symbols].real * scale[:, None, :]
         pay = eq[:, c.header_symbols :].reshape(b, -1)[:, :n_payload]
         gain = post[:, None, :].expand(b, s_pay, -1).reshape(b, -1)[:, :n_payload]

@@ -18,7 +18,14 @@ import torch
 from ..channel.functional import phase_ramp
 from ..convert import to_numpy, to_numpy_real, to_torch
 from .coding import MAX_LIST
-from .header import HEADER_LIST, Header, HeaderError, decode_header_bits, parse_header_bits
+from .header import (
+    HEADER_LIST,
+    Header,
+    HeaderError,
+    HeaderPrior,
+    decode_header_bits,
+    parse_header_bits,
+)
 from .numerology import OfdmConfig
 from .receive import ChannelEstimate, OfdmReceiver, RxResult
 from .sync import Detection, StreamSync
@@ -103,6 +110,12 @@ class FrameReceiver:
         threshold, lts_threshold: detection thresholds (see ``StreamSync``).
         header_list: paths the list Viterbi decoder tries against the header CRC when the
             best one fails it (``header.HEADER_LIST``; 1 = plain Viterbi).
+        fingerprint: the model fingerprint expected in the headers (the receiving decoder's),
+            or None: with ``header_prior`` the header decoder holds to it where the plain
+            decode fails (frames of other models are still read, without it).
+        header_prior: decode failing headers again with what is known of them
+            (``header.HeaderPrior``: the version, the high zero bits of a payload length
+            <= max_payload, the fingerprint, the high halves of the last seq and item id).
     """
 
     def __init__(
@@ -114,6 +127,8 @@ class FrameReceiver:
         lts_threshold: float = 0.35,
         dc_block: bool = True,
         header_list: int = HEADER_LIST,
+        fingerprint: bytes | None = None,
+        header_prior: bool = True,
     ):
         self.cfg = cfg or OfdmConfig()
         if not 1 <= int(header_list) <= MAX_LIST:
@@ -124,6 +139,9 @@ class FrameReceiver:
             raise ValueError("receiver and FrameReceiver must share one OfdmConfig")
         self.sync = StreamSync(self.cfg, threshold, lts_threshold)
         self.max_payload = int(max_payload)
+        self.prior = (
+            HeaderPrior(fingerprint, min(self.max_payload, 2**32 - 1)) if header_prior else None
+        )
         self.stats = ReceiverStats()
         self._buf = np.zeros(0, np.complex64)
         self._base = 0  # absolute index of _buf[0]
@@ -160,8 +178,9 @@ class FrameReceiver:
             self.sync.threshold,
             self.sync.lts_threshold,
             self.dc_block,
+            self.header_list,
         )
-        fr._dc = self._dc
+        fr._dc, fr.prior = self._dc, self.prior
         return fr
 
     @property
@@ -334,7 +353,7 @@ class FrameReceiver:
         c = self.cfg
         t0 = time.perf_counter()
         res = self._receive([q.det for q in todo], 0)
-        bits = viterbi_decode_batch(res.header_llr, c, self.header_list)
+        bits = viterbi_decode_batch(res.header_llr, c, self.header_list, self.prior)
         rows = None  # as numpy only when a header failed (its event reports the frame)
         est = res.estimate
         for i, q in enumerate(todo):
@@ -345,6 +364,8 @@ class FrameReceiver:
                         f"payload_len {hdr.payload_len} exceeds max_payload {self.max_payload}"
                     )
                 q.header, q.est = hdr, (est, i)
+                if self.prior is not None:
+                    self.prior = self.prior.after(hdr)
             except HeaderError as exc:
                 q.header = exc
                 rows = rows or _rows(res)
@@ -467,9 +488,12 @@ def _rows(res: RxResult) -> list[dict]:
 
 
 def viterbi_decode_batch(
-    header_llr: torch.Tensor, cfg: OfdmConfig, n_list: int = HEADER_LIST
+    header_llr: torch.Tensor,
+    cfg: OfdmConfig,
+    n_list: int = HEADER_LIST,
+    prior: HeaderPrior | None = None,
 ) -> np.ndarray:
     """header_llr [B, header_symbols * n_data] real (float32/float64) -> [B, HEADER_BITS] uint8
-    bits (list Viterbi with n_list paths where the best fails the CRC), or raises nothing:
-    bad rows decode to bits the CRC rejects."""
-    return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg, n_list)
+    bits (list Viterbi with n_list paths where the best fails the CRC, held to the prior's
+    known bits first), or raises nothing: bad rows decode to bits the CRC rejects."""
+    return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg, n_list, prior)

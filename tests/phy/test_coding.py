@@ -78,3 +78,43 @@ def test_list_sizes_from_one_to_max_list():
         with pytest.raises(ValueError) as exc:
             list_viterbi_decode(llr, bad)
         assert str(exc.value) == f"n_list must be in 1..64, got {bad}"
+
+
+def test_known_bits_hold_the_search_to_them():
+    """Bits given as known come out as given, whatever the channel said of them; a consistent
+    prior on a clean codeword changes nothing; both decoders take one prior for all rows or
+    one per row."""
+    rng = np.random.default_rng(11)
+    u = rng.integers(0, 2, (3, 40))
+    llr = np.stack([4.0 * (1 - 2.0 * conv_encode(r)) for r in u])
+    known = np.full(40, -1)
+    known[5:15] = u[0, 5:15]
+    assert np.array_equal(viterbi_decode(llr[0], known), u[0])
+    flipped = 1 - u[0, 5:15]
+    known[5:15] = flipped  # against strong evidence: the path still carries them
+    assert np.array_equal(viterbi_decode(llr[0], known)[5:15], flipped)
+    per_row = np.full((3, 40), -1)
+    per_row[:, :4] = 1
+    got = viterbi_decode(llr, per_row)
+    assert (got[:, :4] == 1).all()
+    paths, metric = list_viterbi_decode(llr, 4, per_row)
+    assert (paths[:, :, :4] == 1).all() and np.isfinite(metric).all()
+    assert np.array_equal(list_viterbi_decode(llr[0], 4, u[0])[0][0], u[0])
+    # an erased stretch is filled in by the prior alone
+    noisy = llr[0].copy()
+    noisy[20:50] = 0.0
+    known = np.full(40, -1)
+    known[8:26] = u[0, 8:26]
+    assert np.array_equal(viterbi_decode(noisy, known), u[0])
+
+
+@pytest.mark.parametrize(
+    ("known", "match"),
+    [(np.full(39, -1), r"\[40\]"), (np.full(40, 2), "-1, 0, 1"), (np.full((2, 40), -1), "40")],
+)
+def test_known_bits_shape_and_values_are_checked(known, match):
+    llr = 1.0 - 2.0 * conv_encode(np.zeros(40, np.uint8))
+    with pytest.raises(ValueError, match=match):
+        viterbi_decode(llr, known)
+    with pytest.raises(ValueError, match=match):
+        list_viterbi_decode(llr, 2, known)
