@@ -92,18 +92,29 @@ def _impair_two_pluto(x, snr_db, delay, seed):
     return y.y[0].numpy()
 
 
-def _decoder(header_list: int) -> str:
-    return "plain Viterbi" if header_list == 1 else f"list Viterbi, {header_list} paths"
+def _decoder(header_list: int, prior: bool = True) -> str:
+    d = "plain Viterbi" if header_list == 1 else f"list Viterbi, {header_list} paths"
+    return d + (", then held to the receiver's prior" if prior else ", no prior")
 
 
-def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10, header_list=HEADER_LIST):
+def _receiver(header_list: int, prior: bool) -> FrameReceiver:
+    """The stream receiver as hil rx runs it: expecting the model fingerprint the frames carry
+    (prior on), or knowing nothing of the headers (prior off)."""
+    return FrameReceiver(
+        CFG, header_list=header_list, fingerprint=FP if prior else None, header_prior=prior
+    )
+
+
+def detection_two_pluto(
+    n_frames: int, snrs, seed=7, per_draw=10, header_list=HEADER_LIST, prior: bool = True
+):
     """Frames delivered on the two-Pluto profile, against the nominal SNR and the SNR the
     receiver estimates per frame (the figure a bench sees). A frame counts as found within
     12 samples after its start: the receiver's start follows the multipath's strong taps."""
     print(
         f"\n## Detection and header success vs SNR, two-Pluto profile ({n_frames} frames per "
         f"SNR, a new multipath/CFO/phase-noise draw every {per_draw} frames; header: "
-        f"{_decoder(header_list)})\n"
+        f"{_decoder(header_list, prior)})\n"
     )
     print(
         "| SNR (dB) | detected | header ok | false alarms | estimated SNR of the frames detected, "
@@ -118,7 +129,7 @@ def detection_two_pluto(n_frames: int, snrs, seed=7, per_draw=10, header_list=HE
             nb = min(per_draw, n_frames - b)
             x, truth = _stream(rng, nb, 96)
             y = _impair_two_pluto(x, snr, float(rng.uniform(0, 1)), int(rng.integers(1 << 30)))
-            rx = FrameReceiver(CFG, header_list=header_list)
+            rx = _receiver(header_list, prior)
             evs = []
             for i in range(0, len(y), 1 << 14):
                 evs += rx.push(y[i : i + (1 << 14)])
@@ -165,11 +176,11 @@ def overhead() -> None:
         )
 
 
-def detection(n_frames: int, snrs, seed=1, header_list=HEADER_LIST):
+def detection(n_frames: int, snrs, seed=1, header_list=HEADER_LIST, prior: bool = True):
     print(
         f"\n## Detection and header success vs SNR (AWGN, CFO uniform in +-96 kHz, "
         f"random fractional delay and gaps; {n_frames} frames per SNR, fs = {CFG.sample_rate_hz / 1e6:g} MSps; "
-        f"header: {_decoder(header_list)})\n"
+        f"header: {_decoder(header_list, prior)})\n"
     )
     print(
         "| SNR (dB) | detected | header ok | false alarms | CFO error RMS (Hz) | timing error max (samples) |"
@@ -186,7 +197,7 @@ def detection(n_frames: int, snrs, seed=1, header_list=HEADER_LIST):
             cfo = float(rng.uniform(-96e3, 96e3))
             delay = float(rng.uniform(0, 1))
             y = _impair(x, snr, cfo, delay, int(rng.integers(1 << 30)))
-            rx = FrameReceiver(CFG, header_list=header_list)
+            rx = _receiver(header_list, prior)
             evs = []
             for i in range(0, len(y), 1 << 14):
                 evs += rx.push(y[i : i + (1 << 14)])
@@ -462,6 +473,13 @@ def main(argv=None):
         default=HEADER_LIST,
         help="detection: paths of the list Viterbi header decoder (1: plain Viterbi)",
     )
+    p.add_argument(
+        "--header-prior",
+        choices=["on", "off"],
+        default="on",
+        help="detection: decode failing headers again held to what the receiver knows "
+        "(version, expected fingerprint, payload_len bound, last seq/item high halves)",
+    )
     a = p.parse_args(argv)
     with cpu_threads(1):  # one core: torch and numpy's BLAS
         _run(a)
@@ -474,8 +492,11 @@ def _run(a) -> None:
         overhead()
     if "detection" in only:
         hl = a.header_list
-        detection(300 if q else 2000, [-3, -2, -1, 0, 1, 2, 4, 6, 10, 20], header_list=hl)
-        detection_two_pluto(200 if q else 1000, [-2, -1, 0, 1, 2, 4, 6, 10], header_list=hl)
+        pr = a.header_prior == "on"
+        detection(300 if q else 2000, [-3, -2, -1, 0, 1, 2, 4, 6, 10, 20], header_list=hl, prior=pr)
+        detection_two_pluto(
+            200 if q else 1000, [-2, -1, 0, 1, 2, 4, 6, 10], header_list=hl, prior=pr
+        )
         false_alarms(int(1e7) if q else int(1e8))
     if "header" in only:
         header_codes(200 if q else 2000, [-4, -3, -2, -1, 0, 1, 2, 3])
