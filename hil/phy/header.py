@@ -147,20 +147,22 @@ class HeaderPrior:
     trellis paths that carry those bits (``coding.viterbi_decode(known=...)``), so fewer bits
     are unknown and the code is stronger where the plain decoder fails.
 
-    A header that does not match the prior (another model's frame) fails its CRC under it and
-    is decoded again without it: the prior never loses a frame the plain decoder reads.
+    Two tiers (``known_bits``): what is known of every header it accepts (the version, the
+    high zero bits of a payload length <= max_payload, the expected model fingerprint), and
+    besides, what the last header read predicts of the next one from the same transmitter
+    (the same scheme, payload length, image shape and chunk count, and the high halves of seq
+    and item id, which count up). A header that does not match a tier fails its CRC under it
+    and is decoded again with less: the prior never loses a frame the plain decoder reads.
 
     Attributes:
         fingerprint: the model fingerprint the receiver expects (its decoder's), or None.
-        max_payload: the largest payload_len accepted: its high zero bits are known.
-        seq_high, item_high: seq >> 16 and item_id >> 16 of the last header read (the
-            transmitter counts up, so they rarely change), or None.
+        max_payload: the largest payload_len accepted.
+        last: the last header read, or None.
     """
 
     fingerprint: bytes | None = None
     max_payload: int = 2**32 - 1
-    seq_high: int | None = None
-    item_high: int | None = None
+    last: Header | None = None
 
     def __post_init__(self):
         if self.fingerprint is not None and (
@@ -169,26 +171,24 @@ class HeaderPrior:
             raise ValueError(f"fingerprint must be 8 bytes or None, got {self.fingerprint!r}")
         if not 0 <= self.max_payload < 2**32:
             raise ValueError(f"max_payload must be in 0..2^32 - 1, got {self.max_payload}")
-        for name in ("seq_high", "item_high"):
-            v = getattr(self, name)
-            if v is not None and not 0 <= v < 2**16:
-                raise ValueError(f"{name} must be in 0..65535 or None, got {v}")
+        if self.last is not None and not isinstance(self.last, Header):
+            raise ValueError(f"last must be a Header or None, got {type(self.last).__name__}")
 
     def after(self, header: Header) -> HeaderPrior:
         """The prior for the next frame, once ``header`` was read."""
-        return HeaderPrior(
-            self.fingerprint, self.max_payload, header.seq >> 16, header.item_id >> 16
-        )
+        return HeaderPrior(self.fingerprint, self.max_payload, header)
 
-    def known_bits(self) -> np.ndarray:
-        """[HEADER_BITS] int64: each header bit's known value (0/1), -1 where unknown. The
-        version is always known (a receiver reads only its own); the CRC never is."""
+    def known_bits(self, history: bool = True) -> np.ndarray:
+        """[HEADER_BITS] int64: each header bit's known value (0/1), -1 where unknown; with
+        ``history`` (and a last header) the second tier's bits too. The CRC, the low halves of
+        seq and item id and the chunk index are never known."""
         kn = np.full(HEADER_BITS, -1, np.int64)
 
         def put(index: int, value: int, bits: int | None = None) -> None:
+            """The top ``bits`` bits (all by default) of field ``index`` hold those of value."""
             at, n = _field_bits(index)
-            bits = n if bits is None else bits  # the field's top `bits` bits
-            v = value >> (n - bits) if bits < n else value
+            bits = n if bits is None else bits
+            v = value >> (n - bits)
             kn[at : at + bits] = [(v >> (bits - 1 - i)) & 1 for i in range(bits)]
 
         put(0, FORMAT_VERSION)
@@ -198,10 +198,15 @@ class HeaderPrior:
         if self.fingerprint is not None:
             at, n = _field_bits(4)
             kn[at : at + n] = np.unpackbits(np.frombuffer(self.fingerprint, np.uint8))
-        if self.seq_high is not None:
-            put(2, self.seq_high << 16, 16)
-        if self.item_high is not None:
-            put(3, self.item_high << 16, 16)
+        h = self.last
+        if history and h is not None:
+            put(1, h.scheme)
+            put(2, h.seq, 16)
+            put(3, h.item_id, 16)
+            put(5, h.payload_len)
+            for i, v in zip((6, 7, 8), h.shape, strict=True):
+                put(i, v)
+            put(10, h.chunk_count)
         return kn
 
 
@@ -244,11 +249,12 @@ def decode_header_bits(
     """Soft bits [B, header_symbols * n_data] real (any precision; LLR, positive for bit 0) ->
     hard header bits [B, HEADER_BITS] uint8 (batched Viterbi).
 
-    A row whose Viterbi path fails the CRC is decoded again: with a ``prior``, first by the
-    Viterbi and then the list Viterbi decoder held to its known bits; then by the list Viterbi
-    decoder without it (``n_list`` paths, best first; 1 turns list decoding off). The first
-    path that passes the CRC is taken; where none does, the Viterbi path is returned and the
-    CRC rejects it. Non-finite LLRs are zeroed (erasures); the CRC then decides.
+    A row whose Viterbi path fails the CRC is decoded again: with a ``prior``, by the Viterbi
+    decoder held to each of its tiers (most known bits first), then by the list Viterbi
+    decoder held to the strongest; then by the list Viterbi decoder without a prior
+    (``n_list`` paths, best first; 1 turns list decoding off). The first path that passes the
+    CRC is taken; where none does, the Viterbi path is returned and the CRC rejects it.
+    Non-finite LLRs are zeroed (erasures); the CRC then decides.
     """
     n = _check_fits(cfg)
     llr = np.asarray(llr, np.float64)
@@ -262,16 +268,22 @@ def decode_header_bits(
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not _crc_ok(out[i])]
-    known = None
-    if prior is not None and failed:
-        known = prior.known_bits()
+    tiers = []  # known bits, most first
+    if prior is not None:
+        tiers = [prior.known_bits(history=True), prior.known_bits(history=False)]
+        if np.array_equal(tiers[0], tiers[1]):
+            tiers = tiers[1:]
+    for known in tiers:  # the Viterbi path held to each tier: cheap
+        if not failed:
+            break
         held = viterbi_decode(llr[failed], known)
         for j, i in enumerate(failed):
             if _crc_ok(held[j]):
                 out[i] = held[j]
         failed = [i for i in failed if not _crc_ok(out[i])]
-    for kn in (known, None) if known is not None else (None,):
-        failed = _list_decode(llr, out, failed, n_list, kn)
+    # the list decoder (~5 ms a header) held to the strongest tier, then without a prior
+    for known in (tiers[0], None) if tiers else (None,):
+        failed = _list_decode(llr, out, failed, n_list, known)
     return out
 
 
