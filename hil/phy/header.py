@@ -227,12 +227,23 @@ def _check_fits(cfg: OfdmConfig) -> int:
 
 def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
     """Header -> [header_symbols * n_data] uint8 coded, interleaved bits (zero padded)."""
+    return code_header_bits(np.unpackbits(np.frombuffer(header.pack(), np.uint8)), cfg)
+
+
+def code_header_bits(bits: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
+    """Raw header bits [HEADER_BITS] or [B, HEADER_BITS] {0,1} (any integer dtype; a CRC that
+    fails is coded as it is) -> [(B,) header_symbols * n_data] uint8 coded, interleaved bits,
+    zero padded: what the transmitter would have sent for them."""
     n = _check_fits(cfg)
-    bits = np.unpackbits(np.frombuffer(header.pack(), np.uint8))
-    coded = conv_encode(bits)
-    out = np.zeros(coded_bits_capacity(cfg), np.uint8)
-    out[interleaver(n, cfg.n_data)] = coded
-    return out
+    bits = np.asarray(bits)
+    if bits.shape[-1:] != (HEADER_BITS,) or bits.ndim > 2:
+        raise ValueError(f"bits must be [{HEADER_BITS}] or [B, {HEADER_BITS}], got {bits.shape}")
+    rows = bits.reshape(-1, HEADER_BITS)
+    out = np.zeros((len(rows), coded_bits_capacity(cfg)), np.uint8)
+    perm = interleaver(n, cfg.n_data)
+    for i, r in enumerate(rows):
+        out[i, perm] = conv_encode(r)
+    return out.reshape(*bits.shape[:-1], -1)
 
 
 def header_symbols(header: Header, cfg: OfdmConfig) -> np.ndarray:
@@ -264,10 +275,10 @@ def decode_header_bits(
     # and clipping keeps the path metrics finite
     llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n, cfg.n_data)]
     out, ok = invert_hard_batch(llr < 0)
-    slow = [i for i in range(len(out)) if not (ok[i] and _crc_ok(out[i]))]
+    slow = [i for i in range(len(out)) if not (ok[i] and crc_ok(out[i]))]
     if slow:
         out[slow] = viterbi_decode(llr[slow])
-    failed = [i for i in slow if not _crc_ok(out[i])]
+    failed = [i for i in slow if not crc_ok(out[i])]
     tiers = []  # known bits, most first
     if prior is not None:
         tiers = [prior.known_bits(history=True), prior.known_bits(history=False)]
@@ -278,9 +289,9 @@ def decode_header_bits(
             break
         held = viterbi_decode(llr[failed], known)
         for j, i in enumerate(failed):
-            if _crc_ok(held[j]):
+            if crc_ok(held[j]):
                 out[i] = held[j]
-        failed = [i for i in failed if not _crc_ok(out[i])]
+        failed = [i for i in failed if not crc_ok(out[i])]
     # the list decoder (~5 ms a header) held to the strongest tier, then without a prior
     for known in (tiers[0], None) if tiers else (None,):
         failed = _list_decode(llr, out, failed, n_list, known)
@@ -296,13 +307,14 @@ def _list_decode(llr, out, failed: list[int], n_list: int, known) -> list[int]:
         paths, metric = list_viterbi_decode(llr[rows], n_list, known)
         for j, i in enumerate(rows):
             for r in range(n_list):  # path 0 is the Viterbi path (up to ties)
-                if np.isfinite(metric[j, r]) and _crc_ok(paths[j, r]):
+                if np.isfinite(metric[j, r]) and crc_ok(paths[j, r]):
                     out[i] = paths[j, r]
                     break
-    return [i for i in failed if not _crc_ok(out[i])]
+    return [i for i in failed if not crc_ok(out[i])]
 
 
-def _crc_ok(bits: np.ndarray) -> bool:
+def crc_ok(bits: np.ndarray) -> bool:
+    """Whether raw header bits [HEADER_BITS] {0,1} (uint8) pass the header's CRC-32."""
     raw = np.packbits(bits).tobytes()
     return zlib.crc32(raw[:BODY_LEN]) == struct.unpack(">I", raw[BODY_LEN:])[0]
 

@@ -353,6 +353,41 @@ class OfdmReceiver(nn.Module):
         h = h.index_copy(1, self.used_bins, h_used)
         return ChannelEstimate(cfo_norm=cfo, h=h, n0=n0, snr_db=10 * torch.log10(es / n0))
 
+    def refine_estimate(self, x: Tensor, est: ChannelEstimate, header: Tensor) -> ChannelEstimate:
+        """Decision-directed channel estimate: the header's BPSK symbols, as decided, serve as
+        pilots besides the long training field's two symbols and each symbol's pilots.
+
+        x: [B, >= lts_len + header_len] complex64/complex128 from the LTS start, with
+        ``est.cfo_norm`` removed (as for ``equalize``); est: the frames' estimate from the long
+        training field; header: [B, header_symbols, n_data] real +-1 (any real dtype), the
+        header symbols as decided (e.g. the decoder's best path re-encoded; a few wrong ones
+        only shrink the estimate slightly). Returns a :class:`ChannelEstimate` whose channel
+        averages 2 + header_symbols observations per used bin (LMMSE-smoothed as configured),
+        the CFO, noise and SNR of ``est``. For a header that fails its CRC: read again with
+        this estimate, it often passes (``FrameReceiver`` does so)."""
+        c = self.cfg
+        b = x.shape[0]
+        n_h = c.header_symbols
+        if header.shape != (b, n_h, c.n_data):
+            raise ValueError(
+                f"header must be [{b}, {n_h}, {c.n_data}] +-1, got {tuple(header.shape)}"
+            )
+        x = self._frame(x, 0)
+        h_ls, _ = self._lts(x)  # [B, U], the long training field's two symbols averaged
+        grid = demodulate(c, x[:, c.lts_len :], n_h)  # [B, H, N]
+        sums = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
+        pv = self._const(f"pilots{n_h}", x.real.dtype, x.device)
+        d = header.to(device=x.device, dtype=x.real.dtype)
+        sums = sums.index_copy(1, self.data_bins, (grid[..., self.data_bins] * d).sum(1))
+        sums = sums.index_copy(1, self.pilot_bins, (grid[..., self.pilot_bins] * pv).sum(1))
+        # LS per used bin over 2 LTS + H header observations, each of amplitude a |H|
+        h_used = (2 * h_ls + sums[:, self.used_bins] / self.a) / (2 + n_h)
+        if self.smoothing == "lmmse":  # _smooth assumes 2 observations: scale n0 to match
+            h_used = self._smooth(h_used, est.n0 * 2 / (2 + n_h))
+        h = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
+        h = h.index_copy(1, self.used_bins, h_used)
+        return ChannelEstimate(cfo_norm=est.cfo_norm, h=h, n0=est.n0, snr_db=est.snr_db)
+
     def equalize(self, x: Tensor, est: ChannelEstimate, n_payload: int) -> RxResult:
         """Track, equalise and demap one frame per row with a given estimate.
 

@@ -23,6 +23,8 @@ from .header import (
     Header,
     HeaderError,
     HeaderPrior,
+    code_header_bits,
+    crc_ok,
     decode_header_bits,
     parse_header_bits,
 )
@@ -93,6 +95,7 @@ class ReceiverStats:
     frames: int = 0
     header_errors: int = 0
     nonfinite: int = 0  # samples replaced by 0 because they were NaN/inf
+    reread: int = 0  # headers read only with the decision-directed channel estimate
     # seconds spent per stage, to say where the time goes
     seconds: dict = field(
         default_factory=lambda: {"detect": 0.0, "refine": 0.0, "header": 0.0, "payload": 0.0}
@@ -115,7 +118,10 @@ class FrameReceiver:
             decode fails (frames of other models are still read, without it).
         header_prior: decode failing headers again with what is known of them
             (``header.HeaderPrior``: the version, the high zero bits of a payload length
-            <= max_payload, the fingerprint, the high halves of the last seq and item id).
+            <= max_payload, the fingerprint, and what the last header read predicts).
+        header_rereads: times a failing header is read again with a decision-directed channel
+            estimate (``OfdmReceiver.refine_estimate``: its decoded bits, re-encoded, as
+            pilots); 0 turns it off.
     """
 
     def __init__(
@@ -129,11 +135,15 @@ class FrameReceiver:
         header_list: int = HEADER_LIST,
         fingerprint: bytes | None = None,
         header_prior: bool = True,
+        header_rereads: int = 2,
     ):
         self.cfg = cfg or OfdmConfig()
         if not 1 <= int(header_list) <= MAX_LIST:
             raise ValueError(f"header_list must be in 1..{MAX_LIST}, got {header_list}")
         self.header_list = int(header_list)
+        if not 0 <= int(header_rereads) <= 8:
+            raise ValueError(f"header_rereads must be in 0..8, got {header_rereads}")
+        self.header_rereads = int(header_rereads)
         self.rx = receiver or OfdmReceiver(self.cfg)
         if self.rx.cfg != self.cfg:
             raise ValueError("receiver and FrameReceiver must share one OfdmConfig")
@@ -179,6 +189,7 @@ class FrameReceiver:
             self.sync.lts_threshold,
             self.dc_block,
             self.header_list,
+            header_rereads=self.header_rereads,
         )
         fr._dc, fr.prior = self._dc, self.prior
         return fr
@@ -352,10 +363,31 @@ class FrameReceiver:
     def _read_headers(self, todo: list) -> None:
         c = self.cfg
         t0 = time.perf_counter()
-        res = self._receive([q.det for q in todo], 0)
+        dets = [q.det for q in todo]
+        res = self._receive(dets, 0)
         bits = viterbi_decode_batch(res.header_llr, c, self.header_list, self.prior)
-        rows = None  # as numpy only when a header failed (its event reports the frame)
         est = res.estimate
+        refs = [(est, i) for i in range(len(todo))]  # each frame's estimate: batch, row
+        failed = [i for i in range(len(todo)) if not crc_ok(bits[i])]
+        for _ in range(self.header_rereads):
+            if not failed:
+                break
+            # decision-directed: the failed decode's bits, re-encoded, as pilots for a better
+            # channel estimate; then the header read again with it
+            sub = est.rows(failed)
+            with torch.inference_mode():
+                x = self._segments([dets[i] for i in failed], 0, sub)
+                d = 1.0 - 2.0 * code_header_bits(bits[failed], c).astype(np.float32)
+                d = torch.from_numpy(d.reshape(len(failed), c.header_symbols, c.n_data))
+                sub = self.rx.refine_estimate(x, sub, d)
+                again = self.rx.equalize(x, sub, 0).header_llr
+            bits[failed] = viterbi_decode_batch(again, c, self.header_list, self.prior)
+            for j, i in enumerate(failed):
+                if crc_ok(bits[i]):  # its estimate, too, is the better one for the payload
+                    refs[i] = (sub, j)
+                    self.stats.reread += 1
+            failed = [i for i in failed if not crc_ok(bits[i])]
+        rows = None  # as numpy only when a header failed (its event reports the frame)
         for i, q in enumerate(todo):
             try:
                 hdr = parse_header_bits(bits[i])
@@ -363,7 +395,7 @@ class FrameReceiver:
                     raise HeaderError(
                         f"payload_len {hdr.payload_len} exceeds max_payload {self.max_payload}"
                     )
-                q.header, q.est = hdr, (est, i)
+                q.header, q.est = hdr, refs[i]
                 if self.prior is not None:
                     self.prior = self.prior.after(hdr)
             except HeaderError as exc:
@@ -416,6 +448,18 @@ class FrameReceiver:
         """Receive the frames of ``dets`` (all with payload k = n_payload): the header pass
         (k = 0, est None) estimates the channel from each long training field; the payload
         pass hands that estimate back (rows in the order of ``dets``) and only equalises."""
+        with torch.inference_mode():
+            x = self._segments(dets, n_payload, est)
+            if est is None:
+                return self.rx(x, n_payload)
+            return self.rx.equalize(x, est, n_payload)
+
+    def _segments(
+        self, dets: list[Detection], n_payload: int, est: ChannelEstimate | None
+    ) -> torch.Tensor:
+        """The frames of ``dets`` from their LTS start, [B, n] complex64, with the detector's
+        CFO removed and, given their estimate (rows in the order of ``dets``), its residual
+        CFO too."""
         c = self.cfg
         n = c.lts_len + (c.header_symbols + c.payload_symbols(n_payload)) * c.symbol_len
         segs = np.empty((len(dets), n), np.complex64)
@@ -429,10 +473,7 @@ class FrameReceiver:
             # the CFO removed with a phase computed in float64; the receive path then runs in
             # the samples' own single precision, as in training (complex128 cost 1.7x the time
             # on batches of frames)
-            x = to_torch(segs) * phase_ramp(cfo, n).to(torch.complex64)
-            if est is None:
-                return self.rx(x, n_payload)
-            return self.rx.equalize(x, est, n_payload)
+            return to_torch(segs) * phase_ramp(cfo, n).to(torch.complex64)
 
     def _event(self, status, det: Detection, row: dict, header=None, error=None) -> FrameEvent:
         fs = self.cfg.sample_rate_hz

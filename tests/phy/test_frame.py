@@ -8,7 +8,7 @@ from hil.phy import FrameBuilder, Header, HeaderError, OfdmConfig, to_full_scale
 from hil.phy.coding import conv_encode, interleaver, viterbi_decode
 from hil.phy.header import (
     HEADER_BITS,
-    _crc_ok,
+    crc_ok,
     decode_header_bits,
     decode_header_llr,
     encode_header_bits,
@@ -607,9 +607,9 @@ def test_list_decoding_in_batches_matches_one_by_one(rng):
     llr = np.stack(llrs)
     batch = decode_header_bits(llr, cfg)
     plain = decode_header_bits(llr, cfg, n_list=1)
-    crc = [_crc_ok(b) for b in plain]
+    crc = [crc_ok(b) for b in plain]
     assert crc.count(False) > 32
-    assert sum(_crc_ok(b) for b in batch) > crc.count(True)
+    assert sum(crc_ok(b) for b in batch) > crc.count(True)
     for i in range(40):
         np.testing.assert_array_equal(batch[i], decode_header_bits(llr[i : i + 1], cfg)[0])
 
@@ -627,8 +627,8 @@ def test_a_list_of_two_paths_is_a_list(rng):
             )
         ]
     )
-    plain = sum(_crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=1))
-    two = sum(_crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=2))
+    plain = sum(crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=1))
+    two = sum(crc_ok(b) for b in decode_header_bits(llr, cfg, n_list=2))
     assert two > plain
 
 

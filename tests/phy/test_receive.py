@@ -240,3 +240,39 @@ def test_equalize_refuses_an_estimate_of_other_frames(gen):
         rx.estimate(x.real)
     with pytest.raises(ValueError, match=str(CFG.lts_len)):
         rx.estimate(x[:, CFG.sts_len : CFG.sts_len + 10])
+
+
+def test_decided_header_symbols_sharpen_the_channel_estimate(gen):
+    """At 0 dB through multipath, the estimate from the long training field plus the header's
+    symbols as pilots is closer to the true channel than the long training field's alone
+    (2 + 12 observations per bin against 2; measured 7.7 dB less error); with a tenth of the decisions wrong it is
+    still better; the CFO, noise and SNR are kept."""
+    from hil.phy.header import Header, encode_header_bits
+
+    b = 32
+    hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
+    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float32))
+    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    s = torch.randn(b, 48, dtype=torch.complex64, generator=gen)
+    x = FrameBuilder(CFG).build(s, d)
+    mp = ChannelChain.from_tables(
+        [{"kind": "multipath", "profile": "exponential", "n_taps": 4, "decay_samples": 1.5}]
+    )
+    y_clean = mp(x, generator=gen).y[:, CFG.sts_len :]
+    noise = torch.randn(y_clean.shape, dtype=torch.complex64, generator=gen)
+    y = y_clean + noise * (y_clean.abs() ** 2).mean().sqrt()  # 0 dB
+    rx = OfdmReceiver(CFG, estimate_cfo=False)
+    true = rx.estimate(y_clean).h
+    est = rx.estimate(y)
+
+    def err(h):
+        return ((h - true)[:, rx.used_bins].abs() ** 2).mean().item()
+
+    sharp = rx.refine_estimate(y, est, d)
+    assert 10 * np.log10(err(est.h) / err(sharp.h)) > 5.0, (err(est.h), err(sharp.h))
+    wrong = d.clone()
+    wrong[torch.rand(wrong.shape, generator=gen) < 0.1] *= -1
+    assert err(rx.refine_estimate(y, est, wrong).h) < err(est.h)
+    assert sharp.n0 is est.n0 and sharp.snr_db is est.snr_db and sharp.cfo_norm is est.cfo_norm
+    with pytest.raises(ValueError, match="header must be"):
+        rx.refine_estimate(y, est, d[:, :3])
