@@ -288,7 +288,7 @@ class FrameReceiver:
                 self._scan += j0 * L
                 return
             t0 = time.perf_counter()
-            det = self.sync.refine(r, self._scan, jm * L, complex(p[jm]))
+            det = self.sync.refine(r, self._scan, jm * L, complex(p[jm]), float(m[jm]))
             sec["refine"] += time.perf_counter() - t0
             if det is None:
                 self.stats.rejected += 1

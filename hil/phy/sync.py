@@ -20,7 +20,14 @@ Takes arbitrary-sized chunks of a continuous complex64 stream and finds frames:
    0.5-1 for frames at 0-10 dB through an 8-tap channel, 0.17 (at most 0.28
    in 300 trials) on noise, 0.02 on a tone plus DC. Below ``lts_threshold``
    (0.35) the detection is rejected (tones and DC offsets also give a high
-   autocorrelation metric).
+   autocorrelation metric), unless the autocorrelation metric itself lies in
+   [``strong_sc``, ``WEAK_SC_MAX``) = [0.15 (or threshold if higher), 0.8): then a capture down to
+   ``weak_lts`` (0.25, or lts_threshold if lower) is accepted. Noise alone
+   reaches 0.15 about once in 1e8 samples; frames near 0 dB through the
+   two-Pluto multipath capture 0.28-0.35 now and then, with a metric near 0.25;
+   a constant (a DC offset, or digital silence after DC removal) or a tone
+   gives a metric near 1, and a frame with a metric that high is well above
+   0 dB and captures far more than lts_threshold.
 3. Fine CFO from the phase between the two long training symbols (Moose 1994).
 
 The coarse range is +-fs / (2 L) (L = sts_period); the fine stage then
@@ -62,6 +69,9 @@ def _median(v: np.ndarray) -> float:
     return float(0.5 * (lo_hi[m - 1] + lo_hi[m]))
 
 
+WEAK_SC_MAX = 0.8  # a Schmidl-Cox metric this high is a constant or a tone, or a strong frame
+
+
 @dataclass
 class Detection:
     """A frame found in the stream.
@@ -88,9 +98,24 @@ class StreamSync:
     detection constants and does the maths.
     """
 
-    def __init__(self, cfg: OfdmConfig, threshold: float = 0.1, lts_threshold: float = 0.35):
+    def __init__(
+        self,
+        cfg: OfdmConfig,
+        threshold: float = 0.1,
+        lts_threshold: float = 0.35,
+        strong_sc: float | None = None,
+        weak_lts: float | None = None,
+    ):
         if not 0 < threshold < 1 or not 0 <= lts_threshold < 1:
             raise ValueError("thresholds must lie in (0, 1)")
+        strong_sc = max(0.15, threshold) if strong_sc is None else strong_sc
+        weak_lts = min(0.25, lts_threshold) if weak_lts is None else weak_lts
+        if not threshold <= strong_sc <= 1 or not 0 <= weak_lts <= lts_threshold:
+            raise ValueError(
+                f"need threshold <= strong_sc <= 1 and 0 <= weak_lts <= lts_threshold, got "
+                f"strong_sc={strong_sc}, weak_lts={weak_lts}"
+            )
+        self.strong_sc, self.weak_lts = strong_sc, weak_lts
         self.cfg = cfg
         self.L = cfg.sts_period
         self.W = cfg.sts_repeats - 4  # window in blocks: leaves a plateau of ~4 block positions
@@ -129,14 +154,17 @@ class StreamSync:
         m = (p.real**2 + p.imag**2) / np.maximum(e * e, 1e-30)
         return m, p
 
-    def refine(self, r: np.ndarray, r0: int, plateau_pos: int, p: complex) -> Detection | None:
+    def refine(
+        self, r: np.ndarray, r0: int, plateau_pos: int, p: complex, sc_metric: float = 0.0
+    ) -> Detection | None:
         """Fine timing and CFO around a plateau at r index ``plateau_pos`` (r0 = absolute index of r[0]).
 
         Returns None if the LTS is not there (false alarm) or not yet in ``r``
         (the caller checks :meth:`needed_after` first).
 
         r: [n] complex (complex64 from the stream; any precision, computed in complex128);
-        p: the window's autocorrelation P (a Python complex).
+        p: the window's autocorrelation P (a Python complex); sc_metric: its metric M, which
+        lowers the long-training gate to ``weak_lts`` where it lies in [strong_sc, WEAK_SC_MAX).
         """
         c = self.cfg
         coarse = math.atan2(p.imag, p.real) / (2 * math.pi * self.L)
@@ -178,7 +206,9 @@ class StreamSync:
 
         i = int(np.argmax(rho)) + ext  # in rho_all
         captured = self.last_captured = captured_at(i, ext, ext + lags)
-        if captured < self.lts_threshold:
+        weak = self.strong_sc <= sc_metric < WEAK_SC_MAX
+        gate = self.weak_lts if weak else self.lts_threshold
+        if captured < gate:
             return None
         # an LTS in the window: the true peak may lie one period beyond the window's end
         for j in (i + n, i - n):

@@ -419,6 +419,25 @@ def test_refine_gate_threshold_is_inclusive_and_leaves_the_sc_metric_to_its_call
     assert s.refine(y, 0, 424, complex(p[26])) is not None
     s.lts_threshold = np.nextafter(det.lts_metric, np.inf)
     assert s.refine(y, 0, 424, complex(p[26])) is None
+    # a strong autocorrelation metric lowers the gate to weak_lts, inclusively at both ends
+    s.weak_lts = det.lts_metric
+    assert s.refine(y, 0, 424, complex(p[26]), s.strong_sc) is not None
+    assert s.refine(y, 0, 424, complex(p[26]), np.nextafter(s.strong_sc, 0)) is None
+    from hil.phy.sync import WEAK_SC_MAX
+
+    assert s.refine(y, 0, 424, complex(p[26]), np.nextafter(WEAK_SC_MAX, 0)) is not None
+    assert s.refine(y, 0, 424, complex(p[26]), WEAK_SC_MAX) is None  # a constant or a tone
+    s.weak_lts = np.nextafter(det.lts_metric, np.inf)
+    assert s.refine(y, 0, 424, complex(p[26]), 0.5) is None
+
+
+def test_weak_gate_settings_are_checked():
+    assert (StreamSync(CFG).strong_sc, StreamSync(CFG).weak_lts) == (0.15, 0.25)
+    assert StreamSync(CFG, lts_threshold=0.2).weak_lts == 0.2
+    assert StreamSync(CFG, threshold=0.3).strong_sc == 0.3
+    for kw in ({"strong_sc": 0.05}, {"strong_sc": 1.5}, {"weak_lts": 0.4}, {"weak_lts": -0.1}):
+        with pytest.raises(ValueError, match="strong_sc"):
+            StreamSync(CFG, **kw)
 
 
 def test_refine_at_the_start_of_the_buffer():
