@@ -36,6 +36,7 @@ from hil.phy.coding import (
 )
 from hil.phy.header import HEADER_LEN, HEADER_LIST, decode_header_bits, encode_header_bits
 from hil.phy.ofdm import demodulate
+from hil.phy.sequences import payload_phases
 
 CFG = OfdmConfig()
 FB = FrameBuilder(CFG)
@@ -316,7 +317,8 @@ def _ideal_mmse(y_from_lts, taps, delays, n0, k):
     grid = demodulate(c, torch.as_tensor(y_from_lts[:, c.lts_len :]), n_sym).numpy()
     h = h[:, None, :]
     eq = np.conj(h) * grid / (a * (np.abs(h) ** 2 + n0 / a**2))
-    return eq[:, c.header_symbols :][..., c.bins(c.data_carriers)].reshape(len(taps), -1)[:, :k]
+    pay = eq[:, c.header_symbols :][..., c.bins(c.data_carriers)].reshape(len(taps), -1)[:, :k]
+    return pay * np.conj(payload_phases(k))  # the payload's scrambling rotations undone
 
 
 def mse_vs_ideal(n: int, snrs, seed=4):

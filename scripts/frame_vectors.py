@@ -10,8 +10,9 @@ bump ``hil.phy.header.FORMAT_VERSION`` and say so in docs/frame-format.md.
 Files (numpy and json only, no pickle):
 
 - ``frame.json``: numerology, header fields, header bytes (hex), CRC-32, the
-  header bits before coding, the coded bits before and after interleaving, the
-  BPSK header symbols per OFDM symbol, the pilot polarities, the training
+  header bits before coding, the coded bits before and after interleaving and
+  after scrambling, the BPSK header symbols per OFDM symbol, the payload's
+  scrambling rotations q_i, the pilot polarities, the training
   sequences' subcarrier values, the frame layout and the list of sample files;
 - ``*.c64``: complex64 little-endian samples (interleaved float32 I, Q; what
   GNU Radio's file source reads as gr_complex): ``sts``, ``lts``, ``payload``,
@@ -34,7 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from hil.phy import FrameBuilder, Header, OfdmConfig, to_full_scale  # noqa: E402
-from hil.phy.coding import conv_encode  # noqa: E402
+from hil.phy.coding import conv_encode, interleaver  # noqa: E402
 from hil.phy.header import (  # noqa: E402
     BODY_LEN,
     FORMAT_VERSION,
@@ -42,7 +43,14 @@ from hil.phy.header import (  # noqa: E402
     encode_header_bits,
     header_symbols,
 )
-from hil.phy.sequences import lts_freq, lts_time, pilot_values, sts_freq, sts_time  # noqa: E402
+from hil.phy.sequences import (  # noqa: E402
+    lts_freq,
+    lts_time,
+    payload_phases,
+    pilot_values,
+    sts_freq,
+    sts_time,
+)
 
 OUT = ROOT / "tests" / "phy" / "vectors"
 RMS_DBFS = -12.0
@@ -82,7 +90,9 @@ def build_vectors(cfg: OfdmConfig | None = None) -> tuple[dict, dict[str, np.nda
     raw = hdr.pack()
     bits = np.unpackbits(np.frombuffer(raw, np.uint8))
     coded = conv_encode(bits)
-    inter = encode_header_bits(hdr, cfg)
+    air = encode_header_bits(hdr, cfg)  # interleaved and scrambled
+    inter = np.zeros_like(air)
+    inter[interleaver(len(coded), cfg.n_data)] = coded
     bpsk = header_symbols(hdr, cfg).astype(int)
     payload = example_payload()
     frame = FrameBuilder(cfg).build_numpy(payload, hdr)
@@ -113,6 +123,10 @@ def build_vectors(cfg: OfdmConfig | None = None) -> tuple[dict, dict[str, np.nda
         "header_bits": _bitstr(bits),
         "coded_bits": _bitstr(coded),
         "interleaved_bits": _bitstr(inter),
+        "scrambled_bits": _bitstr(air),
+        "payload_q": [
+            int(np.rint(np.angle(p) / (np.pi / 2))) % 4 for p in payload_phases(N_PAYLOAD)
+        ],
         "header_bpsk": [list(map(int, row)) for row in bpsk],
         "pilot_polarity": [int(p) for p in pilot_values(cfg, n_sym)[:, 0]],
         "pilot_carriers": [int(k) for k in cfg.pilot_carriers],

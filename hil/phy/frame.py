@@ -4,7 +4,9 @@ Frame = short training field (detection, coarse CFO) | long training field
 (fine timing, fine CFO, channel and noise estimation) | header OFDM symbols
 (BPSK, coded) | payload OFDM symbols (arbitrary complex symbols on the data
 subcarriers, pilots on every symbol). Every part has unit mean power (before
-scaling to full scale).
+scaling to full scale). The payload symbols are rotated by the scrambler's
+phases (``sequences.payload_phases``) and the header's coded bits scrambled
+(``header.encode_header_bits``), so that no content piles up into peaks.
 """
 
 from __future__ import annotations
@@ -17,10 +19,23 @@ from ..convert import to_numpy, to_torch
 from .header import Header, header_symbols
 from .numerology import OfdmConfig
 from .ofdm import map_resources, modulate
-from .sequences import lts_time, sts_time
+from .sequences import lts_time, payload_phases, sts_time
 
 # complex symbols per frame (100 OFDM symbols) hil tx sends; a larger image takes several
 MAX_PAYLOAD = 4800
+
+
+def scramble_payload(symbols: Tensor, inverse: bool = False) -> Tensor:
+    """Payload symbols [B, k] complex64/complex128 -> [B, k], same dtype and device: symbol i
+    times exp(j pi/2 q_i) (``sequences.payload_phases``), or its conjugate with ``inverse``
+    (the receiver). Unit-modulus, so powers and gradients pass unchanged."""
+    if not torch.is_complex(symbols) or symbols.dim() != 2:
+        raise ValueError(
+            f"symbols must be [B, k] complex, got {symbols.dtype} {tuple(symbols.shape)}"
+        )
+    ph = payload_phases(symbols.shape[1])
+    ph = np.conj(ph) if inverse else ph
+    return symbols * torch.as_tensor(ph, device=symbols.device).to(symbols.dtype)
 
 
 class FrameBuilder:
@@ -65,7 +80,10 @@ class FrameBuilder:
             header_bpsk = torch.ones(b, cfg.header_symbols, cfg.n_data)
         hdr = modulate(cfg, map_resources(cfg, header_bpsk.to(dev, dt), first_symbol=0))
         pay = modulate(
-            cfg, map_resources(cfg, self.payload_grid(symbols), first_symbol=cfg.header_symbols)
+            cfg,
+            map_resources(
+                cfg, self.payload_grid(scramble_payload(symbols)), first_symbol=cfg.header_symbols
+            ),
         )
         pre = to_torch(np.concatenate([self._sts, self._lts]), dt, dev).expand(b, -1)
         return torch.cat([pre, hdr, pay], dim=-1)

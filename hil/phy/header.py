@@ -6,8 +6,8 @@ channels u8, height u16, width u16, chunk_index u16, chunk_count u16,
 CRC-32 (zlib) over everything before it.
 
 Coded with the K=7 rate-1/2 convolutional code, interleaved across subcarriers
-(``coding.interleaver``), BPSK on the data subcarriers of
-``OfdmConfig.header_symbols`` OFDM symbols.
+(``coding.interleaver``), scrambled (XOR with ``sequences.header_scrambler``),
+BPSK on the data subcarriers of ``OfdmConfig.header_symbols`` OFDM symbols.
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ from .coding import (
     viterbi_decode,
 )
 from .numerology import OfdmConfig
+from .sequences import header_scrambler
 
-FORMAT_VERSION = 2
+# 3: the coded header bits and the payload symbols scrambled (sequences.header_scrambler,
+# payload_phases); 2: the subcarrier interleaver; 1: a 16-column block interleaver
+FORMAT_VERSION = 3
 _FMT = ">BBII8sIBHHHH"
 BODY_LEN = struct.calcsize(_FMT)
 HEADER_LEN = BODY_LEN + 4
@@ -226,14 +229,15 @@ def _check_fits(cfg: OfdmConfig) -> int:
 
 
 def encode_header_bits(header: Header, cfg: OfdmConfig) -> np.ndarray:
-    """Header -> [header_symbols * n_data] uint8 coded, interleaved bits (zero padded)."""
+    """Header -> [header_symbols * n_data] uint8 coded, interleaved, scrambled bits (the
+    padding, zeros before scrambling, scrambled too): the bits on the air."""
     return code_header_bits(np.unpackbits(np.frombuffer(header.pack(), np.uint8)), cfg)
 
 
 def code_header_bits(bits: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
     """Raw header bits [HEADER_BITS] or [B, HEADER_BITS] {0,1} (any integer dtype; a CRC that
-    fails is coded as it is) -> [(B,) header_symbols * n_data] uint8 coded, interleaved bits,
-    zero padded: what the transmitter would have sent for them."""
+    fails is coded as it is) -> [(B,) header_symbols * n_data] uint8 coded, interleaved,
+    scrambled bits: what the transmitter would have sent for them."""
     n = _check_fits(cfg)
     bits = np.asarray(bits)
     if bits.shape[-1:] != (HEADER_BITS,) or bits.ndim > 2:
@@ -243,6 +247,7 @@ def code_header_bits(bits: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
     perm = interleaver(n, cfg.n_data)
     for i, r in enumerate(rows):
         out[i, perm] = conv_encode(r)
+    out ^= header_scrambler(out.shape[1])
     return out.reshape(*bits.shape[:-1], -1)
 
 
@@ -273,7 +278,8 @@ def decode_header_bits(
         raise ValueError(f"expected [B, {coded_bits_capacity(cfg)}] header LLRs, got {llr.shape}")
     # erasures for non-finite values; beyond +-1e6 an LLR carries no more information,
     # and clipping keeps the path metrics finite
-    llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)[:, interleaver(n, cfg.n_data)]
+    llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)
+    llr = (llr * (1.0 - 2.0 * header_scrambler(llr.shape[1])))[:, interleaver(n, cfg.n_data)]
     out, ok = invert_hard_batch(llr < 0)
     slow = [i for i in range(len(out)) if not (ok[i] and crc_ok(out[i]))]
     if slow:

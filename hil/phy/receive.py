@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from ..channel.functional import cis, phase_ramp
 from .numerology import OfdmConfig
 from .ofdm import demodulate
-from .sequences import carrier_scale, lts_freq, pilot_values
+from .sequences import carrier_scale, lts_freq, payload_phases, pilot_values
 
 
 @dataclass
@@ -208,6 +208,8 @@ class OfdmReceiver(nn.Module):
         if c is None:
             if name.startswith("pilots"):
                 c = torch.as_tensor(pilot_values(self.cfg, int(name[6:])))
+            elif name.startswith("descramble"):
+                c = torch.as_tensor(np.conj(payload_phases(int(name[10:]))))
             elif name.startswith("dist"):
                 idx = torch.arange(int(name[4:]), dtype=torch.float64)
                 c = (idx[:, None] - idx[None, :]).abs()
@@ -449,7 +451,9 @@ class OfdmReceiver(nn.Module):
             4 * post if self.equalizer == "zf" else 4 * post * (post + 1) / post.clamp_min(1e-30)
         )
         llr = eq[:, : c.header_symbols].real * scale[:, None, :]
+        # the scrambler's rotations undone (format version 3)
         pay = eq[:, c.header_symbols :].reshape(b, -1)[:, :n_payload]
+        pay = pay * self._const(f"descramble{n_payload}", x.dtype, dev)
         gain = post[:, None, :].expand(b, s_pay, -1).reshape(b, -1)[:, :n_payload]
         return RxResult(
             symbols=pay,

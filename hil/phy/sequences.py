@@ -8,7 +8,11 @@ The short training sequence occupies every (N / sts_period)-th used
 subcarrier, which makes it periodic with period ``sts_period`` (Schmidl & Cox
 1997). Pilots are BPSK +1 on every symbol, with a per-symbol polarity from a
 length-127 m-sequence (x^7 + x^4 + 1, as 802.11a's scrambler) to avoid
-spectral lines.
+spectral lines. The same sequence scrambles the header's coded bits and
+rotates the payload symbols (``header_scrambler``, ``payload_phases``; format
+version 3): structured content (a header of mostly zero fields, a JSCC tile
+with flat latents) otherwise piles up into time-domain peaks that the DAC's
+full scale clips.
 
 Every OFDM symbol is scaled so that a fully loaded symbol has unit mean power
 in the time domain (orthonormal IFFT, subcarriers scaled by sqrt(N / n_used));
@@ -99,6 +103,35 @@ def _mseq127() -> np.ndarray:
         out.append(b)
         state = [b, *state[:6]]
     return 1.0 - 2.0 * np.array(out)
+
+
+def mseq_bits(n: int) -> np.ndarray:
+    """The m-sequence's bits m_0 .. m_{n-1} (0/1, period 127; p_i = 1 - 2 m_i is the pilot
+    polarity), [n] uint8."""
+    return ((1 - _mseq127()[np.arange(n) % 127]) / 2).astype(np.uint8)
+
+
+def header_scrambler(n: int) -> np.ndarray:
+    """[n] uint8: what the header's n coded, interleaved bits (in air order: header symbol
+    by symbol, data subcarriers ascending, padding included) are XORed with: m_{p mod 127}
+    at position p."""
+    return mseq_bits(n)
+
+
+@lru_cache(maxsize=64)
+def _payload_phases(n: int) -> np.ndarray:
+    m = mseq_bits(2 * n).astype(np.int64)
+    q = 2 * m[0::2] + m[1::2]
+    return np.exp(0.5j * np.pi * q)
+
+
+def payload_phases(n: int) -> np.ndarray:
+    """[n] complex128 unit rotations of payload symbols 0 .. n-1: symbol i is sent times
+    exp(j pi/2 q_i), q_i = 2 m_{2i mod 127} + m_{(2i + 1) mod 127} (so one of 1, j, -1, -j);
+    the receiver multiplies by the conjugate."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return _payload_phases(int(n)).copy()
 
 
 def pilot_values(cfg: OfdmConfig, n_symbols: int, first: int = 0) -> np.ndarray:

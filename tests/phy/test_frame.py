@@ -16,7 +16,7 @@ from hil.phy.header import (
     parse_header_bits,
 )
 from hil.phy.ofdm import demodulate, map_resources, modulate
-from hil.phy.sequences import lts_time, sts_time
+from hil.phy.sequences import header_scrambler, lts_time, sts_time
 
 from .helpers import FP
 
@@ -281,7 +281,7 @@ def test_unpack_error_messages_are_exact():
     assert str(e.value) == "header CRC mismatch"
     with pytest.raises(HeaderError) as e:
         Header.unpack(_hdr(version=1).pack())
-    assert str(e.value) == "header format version 1, this receiver speaks 2"
+    assert str(e.value) == "header format version 1, this receiver speaks 3"
 
 
 def test_headers_whose_crc_has_the_top_bit_set_are_accepted(monkeypatch):
@@ -323,7 +323,7 @@ def test_to_dict():
         "chunk_index": 1,
         "chunk_count": 4,
         "scheme": 3,
-        "version": 2,
+        "version": 3,
     }
 
 
@@ -335,9 +335,13 @@ def test_header_bits_and_symbols_are_exact():
     assert bits.dtype == np.uint8 and bits.shape == (CFG.header_symbols * CFG.n_data,)
     coded = conv_encode(np.unpackbits(np.frombuffer(h.pack(), np.uint8)))
     p = interleaver(572)
-    np.testing.assert_array_equal(bits[p], coded)
+    scr = header_scrambler(bits.size)  # m_{i mod 127}: the pilots' m-sequence, as bits
+    assert np.array_equal(scr[:8], [0, 0, 0, 0, 1, 1, 1, 0]) and np.array_equal(
+        scr[127:135], scr[:8]
+    )
+    np.testing.assert_array_equal(bits[p] ^ scr[p], coded)
     pad = np.setdiff1d(np.arange(bits.size), p)
-    assert pad.size == 4 and not bits[pad].any()  # zero padding up to the capacity
+    assert pad.size == 4 and np.array_equal(bits[pad], scr[pad])  # zero padding, scrambled
     sym = header_symbols(h, CFG)
     assert sym.shape == (CFG.header_symbols, CFG.n_data)
     np.testing.assert_array_equal(sym.ravel(), np.where(bits == 1, -1.0, 1.0))
@@ -601,7 +605,7 @@ def test_list_decoding_in_batches_matches_one_by_one(rng):
     cfg = OfdmConfig()
     n0 = 10**0.25
     llrs = []
-    for i in range(40):
+    for i in range(48):
         x = 1 - 2.0 * encode_header_bits(_hdr(item_id=i), cfg).astype(np.float64)
         llrs.append(4 * (x + rng.normal(size=x.shape) * np.sqrt(n0 / 2)) / n0)
     llr = np.stack(llrs)
@@ -610,7 +614,7 @@ def test_list_decoding_in_batches_matches_one_by_one(rng):
     crc = [crc_ok(b) for b in plain]
     assert crc.count(False) > 32
     assert sum(crc_ok(b) for b in batch) > crc.count(True)
-    for i in range(40):
+    for i in range(48):
         np.testing.assert_array_equal(batch[i], decode_header_bits(llr[i : i + 1], cfg)[0])
 
 

@@ -3,7 +3,7 @@ of ``hil.phy.receive``), in numpy, one step at a time: Moose CFO, LS channel and
 the two long training symbols, the LMMSE smoother R (R + s I)^-1 with a uniform power-delay
 profile over the CP, the whole-frame phase tracker (ramp plus the exponential smoother of a
 random walk), the pilots' timing slope and its line, ZF/MMSE, post-equaliser SNR, EVM and the
-header LLRs. Every field of the result must equal the reference, in every configuration the
+header LLRs, the payload's scrambling undone. Every field of the result must equal the reference, in every configuration the
 receiver offers, and keep the input's precision."""
 
 import itertools
@@ -16,7 +16,7 @@ import torch
 from hil.phy import FrameBuilder, Header, OfdmConfig, OfdmReceiver
 from hil.phy.ofdm import map_resources, modulate
 from hil.phy.receive import line_fit
-from hil.phy.sequences import lts_freq, lts_time_symbol, pilot_values
+from hil.phy.sequences import lts_freq, lts_time_symbol, payload_phases, pilot_values
 
 CFG = OfdmConfig()
 
@@ -100,7 +100,8 @@ def reference(cfg, x, k, equalizer, smoothing, track, smooth_tracking, estimate_
         p = post[:, None, data]
         llr = llr * (p + 1) / np.maximum(p, 1e-30)
     return {
-        "symbols": eq[:, hs:][..., data].reshape(b, -1)[:, :k],
+        # the payload's scrambling rotations undone (format version 3)
+        "symbols": eq[:, hs:][..., data].reshape(b, -1)[:, :k] * np.conj(payload_phases(k)),
         "h": hf,
         "n0": n0,
         "snr_db": 10 * np.log10(es / n0),

@@ -30,7 +30,15 @@ import pytest
 from hil.phy import FrameBuilder, FrameReceiver, Header, OfdmConfig, to_full_scale
 from hil.phy.coding import conv_encode, interleaver
 from hil.phy.header import decode_header_llr, encode_header_bits, header_symbols
-from hil.phy.sequences import lts_freq, lts_time, pilot_values, sts_freq, sts_time
+from hil.phy.sequences import (
+    header_scrambler,
+    lts_freq,
+    lts_time,
+    payload_phases,
+    pilot_values,
+    sts_freq,
+    sts_time,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 VEC = Path(__file__).resolve().parent / "vectors"
@@ -91,7 +99,11 @@ def test_header_bytes_crc_and_bits(meta):
     bits = np.unpackbits(np.frombuffer(raw, np.uint8))
     assert np.array_equal(bits, bits_of(meta["header_bits"]))
     assert np.array_equal(conv_encode(bits), bits_of(meta["coded_bits"]))
-    assert np.array_equal(encode_header_bits(h, cfg), bits_of(meta["interleaved_bits"]))
+    inter, air = bits_of(meta["interleaved_bits"]), bits_of(meta["scrambled_bits"])
+    assert np.array_equal(encode_header_bits(h, cfg), air)
+    assert np.array_equal(inter ^ header_scrambler(len(inter)), air)
+    q = np.rint(np.angle(payload_phases(len(meta["payload_q"]))) / (np.pi / 2)).astype(int) % 4
+    assert q.tolist() == meta["payload_q"]
     assert np.array_equal(header_symbols(h, cfg), np.array(meta["header_bpsk"], float))
 
 
@@ -212,14 +224,32 @@ def spec_interleave(coded: list[int], capacity: int) -> list[int]:
     return out
 
 
-def spec_pilot_polarity(count: int) -> list[int]:
+def spec_mseq_bits(count: int) -> list[int]:
+    """b_0, b_1, ...: x^7 + x^4 + 1, cells x1..x7 all 1; each step b = x7 xor x4, shift, x1 = b."""
     state = [1] * 7  # x1..x7
     out = []
     for _ in range(count):
         b = state[6] ^ state[3]  # x7 xor x4
-        out.append(1 - 2 * b)
+        out.append(b)
         state = [b, *state[:6]]
     return out
+
+
+def spec_pilot_polarity(count: int) -> list[int]:
+    return [1 - 2 * b for b in spec_mseq_bits(count)]
+
+
+def spec_scramble_header(air: list[int]) -> list[int]:
+    """Position p of the 576 interleaved bits XOR b_(p mod 127)."""
+    m = spec_mseq_bits(127)
+    return [bit ^ m[p % 127] for p, bit in enumerate(air)]
+
+
+def spec_rotate_payload(payload: np.ndarray) -> np.ndarray:
+    """Symbol i times j^q_i, q_i = 2 b_(2i mod 127) + b_((2i + 1) mod 127)."""
+    m = spec_mseq_bits(127)
+    q = [2 * m[(2 * i) % 127] + m[(2 * i + 1) % 127] for i in range(len(payload))]
+    return payload * np.array([1j**v for v in q])
 
 
 def spec_symbol(values: list[complex], index: int, pol: list[int]) -> np.ndarray:
@@ -234,15 +264,17 @@ def spec_frame(header: bytes, payload: np.ndarray) -> tuple[np.ndarray, list[int
     bits = [int(b) for b in np.unpackbits(np.frombuffer(header, np.uint8))]  # MSB first
     coded = spec_conv(bits)
     inter = spec_interleave(coded, 12 * 48)
+    air = spec_scramble_header(inter)
     pol = spec_pilot_polarity(127)
     parts = [spec_sts(), spec_lts()]
     for s in range(12):
-        parts.append(spec_symbol([1 - 2 * b for b in inter[48 * s : 48 * s + 48]], s, pol))
+        parts.append(spec_symbol([1 - 2 * b for b in air[48 * s : 48 * s + 48]], s, pol))
     n_pay = -(-len(payload) // 48)
-    padded = np.concatenate([payload, np.zeros(48 * n_pay - len(payload))])
+    rotated = spec_rotate_payload(payload)
+    padded = np.concatenate([rotated, np.zeros(48 * n_pay - len(payload))])
     for s in range(n_pay):
         parts.append(spec_symbol(list(padded[48 * s : 48 * s + 48]), 12 + s, pol))
-    return np.concatenate(parts), coded, inter
+    return np.concatenate(parts), coded, inter, air
 
 
 def test_document_tables_match_implementation():
@@ -258,9 +290,10 @@ def test_spec_transmitter_matches_vectors(meta):
     assert spec_crc32(b"123456789") == 0xCBF43926
     raw = spec_header_bytes(meta["header"])
     assert raw.hex() == meta["header_hex"]
-    frame, coded, inter = spec_frame(raw, c64("payload").astype(complex))
+    frame, coded, inter, air = spec_frame(raw, c64("payload").astype(complex))
     assert "".join(map(str, coded)) == meta["coded_bits"]
     assert "".join(map(str, inter)) == meta["interleaved_bits"]
+    assert "".join(map(str, air)) == meta["scrambled_bits"]
     assert spec_pilot_polarity(22) == meta["pilot_polarity"]
     np.testing.assert_allclose(spec_sts(), c64("sts"), rtol=0, atol=ATOL)
     np.testing.assert_allclose(spec_lts(), c64("lts"), rtol=0, atol=ATOL)
@@ -337,6 +370,9 @@ def test_document_tables_are_current(meta):
     pol = re.search(r"p_0 \.\. p_126 = ([+-]{127})$", doc, re.M).group(1)
     assert [1 if c == "+" else -1 for c in pol] == spec_pilot_polarity(127)
     assert pol[:22] == "".join("+" if p > 0 else "-" for p in meta["pilot_polarity"])
+    bits = re.search(r"b_0 \.\. b_126 = ([01]{127})$", doc, re.M).group(1)
+    assert [int(c) for c in bits] == spec_mseq_bits(127)
+    assert meta["scrambled_bits"][:48] in doc and meta["interleaved_bits"][:48] in doc
     signs = re.findall(r"^\| sign \| `([-+ ]+)` \|$", doc, re.M)
     assert [s.replace(" ", "") for s in signs] == [LTS_NEG, LTS_POS]
     q_row = re.search(r"^\| q_k \|(.*)\|$", doc, re.M).group(1)
