@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Link figures: HIL gap vs the ideal differentiable channel, processing vs airtime,
-transport throughput vs raw pyzmq, the dashboard's cost (none, served, a page reading, a
-page stalled), a 512x768 photograph end to end.
+"""Link figures: HIL gap vs the ideal differentiable channel, what full scale costs with and
+without the payload's scrambling, processing vs airtime, transport throughput vs raw pyzmq,
+the dashboard's cost (none, served, a page reading, a page stalled), a 512x768 photograph
+end to end.
 
 Usage:
-    python scripts/bench_link.py                 # all five (several minutes)
-    python scripts/bench_link.py --only gap,speed,transport,dashboard,whole --count 64
+    python scripts/bench_link.py                 # all six (several minutes)
+    python scripts/bench_link.py --only gap,fullscale,speed,transport,dashboard,whole --count 64
 """
 
 from __future__ import annotations
@@ -84,6 +85,72 @@ def gap(count: int):
     print(
         "\ngap = ideal - link on the items the link delivered (a frame the receiver does not detect has no "
         "image to score; those are counted in 'frames decoded')."
+    )
+
+
+def fullscale(count: int, snr_db: float = 20.0):
+    """The shipped model's tiles as hil tx sends them (to_full_scale at -12 dBFS) through a
+    clean AWGN stream and the streaming receiver, with the payload rotated as format 3 sends
+    it and as format 2 did (the symbols pre-rotated by the inverse, so the waveform is the
+    unrotated one; the receiver's rotation is undone before decoding)."""
+    import torch
+
+    from hil.apps.common import items, shipped_checkpoint
+    from hil.apps.tx import encode_items
+    from hil.channel import profile
+    from hil.jscc.checkpoint import load_checkpoint
+    from hil.jscc.metrics import psnr
+    from hil.jscc.train import evaluate
+    from hil.phy import FrameBuilder, FrameReceiver, Header, to_full_scale
+    from hil.phy.sequences import payload_phases
+
+    torch.set_num_threads(1)
+    model, phy, _, _ = load_checkpoint(shipped_checkpoint())
+    tiles = items("builtin", 32, count)[0]
+    syms = encode_items(model, tiles)
+    k = len(syms[0])
+    ph = payload_phases(k)
+    fb = FrameBuilder(phy)
+    ideal = evaluate(model, phy, profile("awgn", phy.sample_rate_hz), [snr_db], tiles)
+    print(
+        f"\n## Full scale with and without the payload's rotation ({count} tiles, -12 dBFS RMS, "
+        f"AWGN at {snr_db:g} dB, the streaming receiver)\n"
+    )
+    print("| payload on the air | frames decoded | samples clipped | PSNR (dB) | vs ideal (dB) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, pre in (("rotated (format 3)", 1), ("unrotated (format 2's waveform)", np.conj(ph))):
+        rng = np.random.default_rng(0)
+        parts, clipped, n = [np.zeros(1000, np.complex64)], 0, 0
+        for i, s in enumerate(syms):
+            h = Header(seq=i, item_id=i, fingerprint=b"\0" * 8, payload_len=k, shape=(3, 32, 32))
+            f, st = to_full_scale(fb.build_numpy((s * pre).astype(np.complex64), h), -12.0)
+            clipped += st["clipped_fraction"] * len(f)
+            n += len(f)
+            parts += [f, np.zeros(400, np.complex64)]
+        x = np.concatenate(parts)
+        es = 10 ** (-12 / 10)
+        noise = (
+            rng.normal(size=(len(x), 2)) @ np.array([1, 1j]) * np.sqrt(es / 10 ** (snr_db / 10) / 2)
+        )
+        y = (x + noise).astype(np.complex64)
+        fr = FrameReceiver(phy, header_prior=False, header_rereads=0)
+        ev = [e for a in range(0, len(y), 16384) for e in fr.push(y[a : a + 16384])]
+        ok = [e for e in ev if e.status == "ok"]
+        # back to what was encoded
+        sym = np.stack([e.symbols * np.conj(pre) for e in ok]).astype(np.complex64)
+        snr = torch.tensor([e.snr_db for e in ok], dtype=torch.float32)
+        gain = torch.from_numpy(np.stack([e.symbol_gain for e in ok]).astype(np.float32))
+        with torch.inference_mode():
+            img = model.decoder(torch.from_numpy(sym), snr, (3, 32, 32), gain).clamp(0, 1)
+        ref = tiles[[e.header.item_id for e in ok]]
+        p = float(psnr(img, ref).mean())
+        print(
+            f"| {name} | {len(ok)}/{count} | {100 * clipped / n:.3f} % | {p:.2f} | "
+            f"{p - ideal[snr_db]['psnr_db']:+.2f} |"
+        )
+    print(
+        f"\nideal: the same model and tiles on the differentiable AWGN channel at {snr_db:g} dB, "
+        f"{ideal[snr_db]['psnr_db']:.2f} dB (no full scale, frame timing known)."
     )
 
 
@@ -380,6 +447,8 @@ def main(argv=None):
     only = set(a.only.split(","))
     if "gap" in only:
         gap(a.count)
+    if "fullscale" in only:
+        fullscale(a.count)
     if "speed" in only:
         speed(max(a.count, 256))
     if "transport" in only:
