@@ -88,11 +88,12 @@ def gap(count: int):
     )
 
 
-def fullscale(count: int, snr_db: float = 20.0):
+def fullscale(count: int, snrs=(20.0, 40.0)):
     """The shipped model's tiles as hil tx sends them (to_full_scale at -12 dBFS) through a
     clean AWGN stream and the streaming receiver, with the payload rotated as format 3 sends
     it and as format 2 did (the symbols pre-rotated by the inverse, so the waveform is the
-    unrotated one; the receiver's rotation is undone before decoding)."""
+    unrotated one; the receiver's rotation is undone before decoding); decoded with the
+    decoder's inputs clamped to the training range (``JsccModel.decode_received``) and not."""
     import torch
 
     from hil.apps.common import items, shipped_checkpoint
@@ -111,46 +112,52 @@ def fullscale(count: int, snr_db: float = 20.0):
     k = len(syms[0])
     ph = payload_phases(k)
     fb = FrameBuilder(phy)
-    ideal = evaluate(model, phy, profile("awgn", phy.sample_rate_hz), [snr_db], tiles)
+    top = model.trained_snr_db[1]
+    ideal = evaluate(model, phy, profile("awgn", phy.sample_rate_hz), [top], tiles)[top]
     print(
         f"\n## Full scale with and without the payload's rotation ({count} tiles, -12 dBFS RMS, "
-        f"AWGN at {snr_db:g} dB, the streaming receiver)\n"
+        f"AWGN, the streaming receiver; the model was trained over {model.trained_snr_db} dB)\n"
     )
-    print("| payload on the air | frames decoded | samples clipped | PSNR (dB) | vs ideal (dB) |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, pre in (("rotated (format 3)", 1), ("unrotated (format 2's waveform)", np.conj(ph))):
-        rng = np.random.default_rng(0)
-        parts, clipped, n = [np.zeros(1000, np.complex64)], 0, 0
-        for i, s in enumerate(syms):
-            h = Header(seq=i, item_id=i, fingerprint=b"\0" * 8, payload_len=k, shape=(3, 32, 32))
-            f, st = to_full_scale(fb.build_numpy((s * pre).astype(np.complex64), h), -12.0)
-            clipped += st["clipped_fraction"] * len(f)
-            n += len(f)
-            parts += [f, np.zeros(400, np.complex64)]
-        x = np.concatenate(parts)
-        es = 10 ** (-12 / 10)
-        noise = (
-            rng.normal(size=(len(x), 2)) @ np.array([1, 1j]) * np.sqrt(es / 10 ** (snr_db / 10) / 2)
-        )
-        y = (x + noise).astype(np.complex64)
-        fr = FrameReceiver(phy, header_prior=False, header_rereads=0)
-        ev = [e for a in range(0, len(y), 16384) for e in fr.push(y[a : a + 16384])]
-        ok = [e for e in ev if e.status == "ok"]
-        # back to what was encoded
-        sym = np.stack([e.symbols * np.conj(pre) for e in ok]).astype(np.complex64)
-        snr = torch.tensor([e.snr_db for e in ok], dtype=torch.float32)
-        gain = torch.from_numpy(np.stack([e.symbol_gain for e in ok]).astype(np.float32))
-        with torch.inference_mode():
-            img = model.decoder(torch.from_numpy(sym), snr, (3, 32, 32), gain).clamp(0, 1)
-        ref = tiles[[e.header.item_id for e in ok]]
-        p = float(psnr(img, ref).mean())
-        print(
-            f"| {name} | {len(ok)}/{count} | {100 * clipped / n:.3f} % | {p:.2f} | "
-            f"{p - ideal[snr_db]['psnr_db']:+.2f} |"
-        )
     print(
-        f"\nideal: the same model and tiles on the differentiable AWGN channel at {snr_db:g} dB, "
-        f"{ideal[snr_db]['psnr_db']:.2f} dB (no full scale, frame timing known)."
+        "| SNR (dB) | payload on the air | frames decoded | samples clipped | PSNR (dB) | "
+        "PSNR, decoder inputs not clamped (dB) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for snr_db in snrs:
+        for name, pre in (("rotated (format 3)", 1), ("unrotated (format 2)", np.conj(ph))):
+            rng = np.random.default_rng(0)
+            parts, clipped, n = [np.zeros(1000, np.complex64)], 0, 0
+            for i, s in enumerate(syms):
+                h = Header(
+                    seq=i, item_id=i, fingerprint=b"\0" * 8, payload_len=k, shape=(3, 32, 32)
+                )
+                f, st = to_full_scale(fb.build_numpy((s * pre).astype(np.complex64), h), -12.0)
+                clipped += st["clipped_fraction"] * len(f)
+                n += len(f)
+                parts += [f, np.zeros(400, np.complex64)]
+            x = np.concatenate(parts)
+            sigma2 = 10 ** (-12 / 10) / 10 ** (snr_db / 10)
+            noise = rng.normal(size=(len(x), 2)) @ np.array([1, 1j]) * np.sqrt(sigma2 / 2)
+            y = (x + noise).astype(np.complex64)
+            fr = FrameReceiver(phy, header_prior=False, header_rereads=0)
+            ev = [e for a in range(0, len(y), 16384) for e in fr.push(y[a : a + 16384])]
+            ok = [e for e in ev if e.status == "ok"]
+            # back to what was encoded
+            sym = np.stack([e.symbols * np.conj(pre) for e in ok]).astype(np.complex64)
+            snr = torch.tensor([e.snr_db for e in ok], dtype=torch.float32)
+            gain = torch.from_numpy(np.stack([e.symbol_gain for e in ok]).astype(np.float32))
+            ref = tiles[[e.header.item_id for e in ok]]
+            with torch.inference_mode():
+                sym_t = torch.from_numpy(sym)
+                img = model.decode_received(sym_t, snr, (3, 32, 32), gain).clamp(0, 1)
+                raw = model.decoder(sym_t, snr, (3, 32, 32), gain).clamp(0, 1)
+            print(
+                f"| {snr_db:g} | {name} | {len(ok)}/{count} | {100 * clipped / n:.3f} % | "
+                f"{float(psnr(img, ref).mean()):.2f} | {float(psnr(raw, ref).mean()):.2f} |"
+            )
+    print(
+        f"\nideal: the same model and tiles on the differentiable AWGN channel at {top:g} dB, "
+        f"{ideal['psnr_db']:.2f} dB (no full scale, frame timing known)."
     )
 
 

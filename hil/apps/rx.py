@@ -190,7 +190,7 @@ def _warm_up(model, shape: tuple[int, int, int]) -> None:
 
     k = model.cfg.n_symbols(shape)
     with torch.inference_mode():
-        img = model.decoder(
+        img = model.decode_received(
             torch.zeros(1, k, dtype=torch.complex64), torch.tensor([10.0]), shape, torch.ones(1, k)
         ).clamp(0, 1)
         psnr(img, img.flip(-1))

@@ -197,7 +197,22 @@ def load_checkpoint(
             "the files do not belong together or were modified"
         )
     model.load_state_dict(state)
+    model.trained_snr_db = _trained_snr(doc)
     return model.to(device).eval(), pcfg, doc, extra
+
+
+def _trained_snr(doc: dict) -> tuple[float, float] | None:
+    """The training configuration's SNR range, (lo, hi) dB, or None where it has none (a
+    fixed SNR, or an older document)."""
+    snr = ((doc.get("config") or {}).get("channel") or {}).get("snr_db")
+    if (
+        isinstance(snr, (list, tuple))
+        and len(snr) == 2
+        and all(isinstance(v, (int, float)) for v in snr)
+    ):
+        lo, hi = float(min(snr)), float(max(snr))
+        return (lo, hi) if lo < hi else None
+    return None
 
 
 def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike) -> Path:

@@ -238,7 +238,7 @@ class JsccDecoder:
                     n = len(keep)
                     sym = np.concatenate([deinterleave(r, n_tiles) for r in sym])
                     gain = np.concatenate([deinterleave(r, n_tiles) for r in gain])
-                    img = self.model.decoder(
+                    img = self.model.decode_received(
                         to_torch(np.ascontiguousarray(sym)),
                         snr.repeat_interleave(n_tiles),
                         (3, TILE, TILE),
@@ -248,7 +248,9 @@ class JsccDecoder:
                         [from_tiles(t, shape[1:]) for t in img.reshape(n, n_tiles, 3, TILE, TILE)]
                     )
                 else:
-                    img = self.model.decoder(to_torch(sym), snr, padded, torch.from_numpy(gain))
+                    img = self.model.decode_received(
+                        to_torch(sym), snr, padded, torch.from_numpy(gain)
+                    )
                     img = img.clamp(0, 1)[:, :, : shape[1], : shape[2]]
                 for j, i in enumerate(keep):
                     evs = group[i]

@@ -88,7 +88,7 @@ def decoder_psnr(model, fs: FrameSet, batch: int = 256) -> float:
     out = []
     for i in range(0, len(fs), batch):
         sl = slice(i, i + batch)
-        xh = model.decoder(fs.symbols[sl], fs.snr_db[sl], shape, fs.gain[sl]).clamp(0, 1)
+        xh = model.decode_received(fs.symbols[sl], fs.snr_db[sl], shape, fs.gain[sl]).clamp(0, 1)
         out.append(psnr(xh, fs.target[sl]))
     return float(torch.cat(out).mean())
 
@@ -125,7 +125,9 @@ def finetune_decoder(
         tot, n = 0.0, 0
         for i in range(0, len(train), batch):
             idx = order[i : i + batch]
-            xh = model.decoder(train.symbols[idx], train.snr_db[idx], shape, train.gain[idx])
+            xh = model.decode_received(
+                train.symbols[idx], train.snr_db[idx], shape, train.gain[idx]
+            )
             loss = ((xh - train.target[idx]) ** 2).mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -312,3 +312,50 @@ def test_export_refuses_a_copy_whose_fingerprint_changed(ckpt, tmp_path, monkeyp
     assert _err(ck.export_checkpoint, stem, tmp_path / "e") == (
         "export changed the fingerprint; refusing"
     )
+
+
+@pytest.mark.parametrize(
+    ("channel", "want"),
+    [
+        ({"snr_db": [0.0, 20.0]}, (0.0, 20.0)),
+        ({"snr_db": [15, -5]}, (-5.0, 15.0)),
+        ({"snr_db": 10.0}, None),  # one SNR: nothing to clamp to
+        ({"snr_db": [3.0, 3.0]}, None),
+        ({"snr_db": ["a", 1]}, None),
+        ({}, None),
+    ],
+)
+def test_the_training_snr_range_comes_from_the_document(tmp_path, channel, want):
+    m = JsccModel(JsccConfig(hidden=8))
+    save_checkpoint(tmp_path / "m", m, OfdmConfig(), {"config": {"channel": channel}})
+    assert load_checkpoint(tmp_path / "m")[0].trained_snr_db == want
+
+
+def test_decode_received_keeps_the_decoders_inputs_in_the_training_range(gen):
+    """Above the range, the SNR estimate is held at its top and each symbol's gain at most
+    10^(top / 10); inside it nothing changes; without a range, nothing does."""
+    m = JsccModel(JsccConfig(hidden=8, use_symbol_gain=True, snr_adaptive=True)).eval()
+    shape = (3, 16, 16)
+    k = m.cfg.n_symbols(shape)
+    s = torch.randn(2, k, dtype=torch.complex64, generator=gen)
+    gain = torch.tensor([[1e4] * k, [30.0] * k])
+    with torch.inference_mode():
+        # the gain matters to this decoder: a clamp that did nothing would not pass below
+        assert not torch.equal(
+            m.decoder(s, torch.zeros(2), shape, gain), m.decoder(s, torch.zeros(2), shape, gain / 2)
+        )
+        assert torch.equal(
+            m.decode_received(s, torch.tensor([40.0, 5.0]), shape, gain),
+            m.decoder(s, torch.tensor([40.0, 5.0]), shape, gain),
+        )
+        m.trained_snr_db = (0.0, 20.0)
+        got = m.decode_received(s, torch.tensor([40.0, 5.0]), shape, gain)
+        want = m.decoder(
+            s, torch.tensor([20.0, 5.0]), shape, torch.tensor([[100.0] * k, [30.0] * k])
+        )
+        assert torch.equal(got, want)
+        low = m.decode_received(s, torch.tensor([-9.0, 5.0]), shape, gain.clamp(max=100))
+        assert torch.equal(low, m.decoder(s, torch.tensor([0.0, 5.0]), shape, gain.clamp(max=100)))
+    assert load_checkpoint(Path(__file__).resolve().parents[2] / "hil/assets/checkpoints/jscc_k6")[
+        0
+    ].trained_snr_db == (0.0, 20.0)
