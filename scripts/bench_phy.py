@@ -37,6 +37,7 @@ from hil.phy.coding import (
 from hil.phy.header import HEADER_LEN, HEADER_LIST, decode_header_bits, encode_header_bits
 from hil.phy.ofdm import demodulate
 from hil.phy.sequences import payload_phases
+from hil.phy.sync import WEAK_SC_MAX
 
 CFG = OfdmConfig()
 FB = FrameBuilder(CFG)
@@ -225,10 +226,13 @@ def detection(n_frames: int, snrs, seed=1, header_list=HEADER_LIST, prior: bool 
 def false_alarms(n_samples: int, seed=2):
     """The detector's false-alarm curve on white noise: for each Schmidl-Cox threshold, the
     windows that pass it (each then checked against the long training field), the largest
-    long-training capture among them (the gate is 0.35) and the detections left."""
+    long-training capture among them (the gate is 0.35, or 0.25 where the window's metric lies
+    in [0.15, 0.8)) and the detections left."""
     print(
         f"\n## False alarms on white noise ({n_samples:.0e} samples per threshold; "
-        f"long-training gate {FrameReceiver(CFG).sync.lts_threshold:g})\n"
+        f"long-training gate {FrameReceiver(CFG).sync.lts_threshold:g}, "
+        f"{FrameReceiver(CFG).sync.weak_lts:g} where the metric is in "
+        f"[{FrameReceiver(CFG).sync.strong_sc:g}, {WEAK_SC_MAX:g}))\n"
     )
     print(
         "| Schmidl-Cox threshold | windows passing | per 1e8 samples | largest LTS capture "
