@@ -722,3 +722,24 @@ def test_header_prior_reads_headers_the_plain_decoder_loses_and_never_a_wrong_on
             assert counts[1] >= counts[0] + 40 and counts[2] >= counts[1] + 40, counts
         else:
             assert counts[2] == counts[1] == counts[0], counts
+
+
+@pytest.mark.parametrize("payload", ["flat", "ramp"])
+def test_structured_content_does_not_pile_up_into_peaks_full_scale_clips(payload):
+    """Frame format 3 rotates the payload by the scrambler: a flat JSCC tile (every symbol
+    equal) and a phase ramp across the subcarriers, behind a header of mostly zero fields, stay under 12 dB PAPR, so hil tx's -12 dBFS RMS clips none of them.
+    With the rotation undone beforehand (the waveform format 2 sent) the same payloads clip."""
+    from hil.phy.sequences import payload_phases
+
+    k = 480
+    s = {
+        "flat": np.ones(k),
+        "ramp": np.exp(2j * np.pi * np.arange(k) / 7),
+    }[payload].astype(np.complex64)
+    h = Header(seq=0, item_id=0, fingerprint=bytes(8), payload_len=k, shape=(3, 32, 32))
+    fb = FrameBuilder(CFG)
+    _, st = to_full_scale(fb.build_numpy(s, h), -12.0)
+    assert st["papr_in_db"] < 12.0 and st["clipped_fraction"] == 0.0, st
+    unrotated = (s * np.conj(payload_phases(k))).astype(np.complex64)
+    _, st2 = to_full_scale(fb.build_numpy(unrotated, h), -12.0)
+    assert st2["papr_in_db"] > 14.0 and st2["clipped_fraction"] > 0.002, st2
