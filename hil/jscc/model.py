@@ -369,8 +369,8 @@ class JsccModel(nn.Module):
         With ``trained_snr_db`` = (lo, hi), the SNR estimate is clamped to [lo, hi] and each
         symbol's gain to at most 10^(hi / 10): a cabled link at 30-40 dB otherwise feeds the
         decoder values it never saw, and it does worse than at hi (``python
-        scripts/bench_link.py --only fullscale``: the shipped model at 40 dB, 32.36 dB
-        unclamped, 33.93 clamped; 33.76 at 20 dB)."""
+        scripts/bench_link.py --only fullscale``: the shipped model at 40 dB, 33.25 dB
+        unclamped, 34.16 clamped; 34.03 at 20 dB)."""
         if self.trained_snr_db is not None:
             lo, hi = self.trained_snr_db
             snr_db = snr_db.clamp(lo, hi)
