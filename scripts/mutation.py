@@ -88,18 +88,26 @@ EQUIVALENT: dict[str, str] = {
         "only inputs crafted between the two levels could decode differently"
     ),
     "hil.phy.header.x_decode_header_bits__mutmut_33": "same as mutmut_32, upper bound",
+    "hil.phy.header.x_decode_header_bits__mutmut_35": "the LLRs divided by the scrambler's signs (+-1) instead of multiplied: the same values exactly",
+    "hil.phy.header.x_decode_header_bits__mutmut_48": "LLR == 0 (an erasure) guessed as 1 instead of 0 on the fast path: a wrong guess is not a codeword with a good CRC, so the row falls back to Viterbi, which ignores the guess",
+    "hil.phy.header.x_decode_header_bits__mutmut_65": "known_bits(history=None) instead of False: both are falsy, the same bits",
+    "hil.phy.header.x_decode_header_bits__mutmut_67": "the two tiers never found equal (compared with None): when they are equal the same decode runs twice and reads the same headers",
+    "hil.phy.header.x_decode_header_bits__mutmut_68": "as decode_header_bits mutmut_67",
+    "hil.phy.header.x__list_decode__mutmut_5": "list decoding in overlapping batches (step 1): each failed row decoded again gives the same paths and the same choice",
+    "hil.phy.header.x__list_decode__mutmut_9": "the list pass with n_list = 1: its one path is the Viterbi path held to the same known bits (or none), which has already failed the CRC",
+    "hil.phy.header.x__list_decode__mutmut_10": "as _list_decode mutmut_9",
+    "hil.phy.header.x__list_decode__mutmut_12": "as _list_decode mutmut_9 (one batch)",
+    "hil.phy.header.x__list_decode__mutmut_16": "batches of 33 instead of 32: rows are decoded independently, the batch size only bounds memory",
+    "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_5": "np.full infers int64 from the Python int -1 (64-bit platforms): the same array",
+    "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_8": "as known_bits mutmut_5 (dtype argument dropped)",
+    "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_87": "zip(strict=None) over the 3 fields and a shape Header has already checked to be 3 long",
+    "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_90": "as known_bits mutmut_87 (strict dropped)",
+    "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_94": "as known_bits mutmut_87 (strict=False)",
     "hil.phy.header.x_decode_header_llr__mutmut_3": (
         "asarray without float64: decode_header_bits converts to float64 itself; isfinite and "
         "size do not depend on the dtype"
     ),
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
-    "hil.phy.header.x_decode_header_bits__mutmut_40": "LLR == 0 (an erasure) guessed as 1 instead of 0 on the fast path: a wrong guess is not a codeword with a good CRC, so the row falls back to Viterbi, which ignores the guess",
-    "hil.phy.header.x_decode_header_bits__mutmut_57": "list decoding in overlapping batches (step 1): each failed row decoded again gives the same paths and the same choice",
-    "hil.phy.header.x_decode_header_bits__mutmut_60": "the list pass with n_list = 1: its one path is the Viterbi path, which has already failed the CRC",
-    "hil.phy.header.x_decode_header_bits__mutmut_61": "as decode_header_bits mutmut_60",
-    "hil.phy.header.x_decode_header_bits__mutmut_63": "as decode_header_bits mutmut_60 (one batch)",
-    "hil.phy.header.x_decode_header_bits__mutmut_64": "batches of 33 instead of 32: rows are decoded independently, the batch size only bounds memory",
-    "hil.phy.header.x_decode_header_bits__mutmut_67": "as decode_header_bits mutmut_64",
     # hil/phy/coding.py
     "hil.phy.coding.x_repetition_decode__mutmut_10": "numpy's reshape takes -2 as -1 (unknown)",
     "hil.phy.coding.x_viterbi_decode__mutmut_41": "as repetition_decode mutmut_10",

@@ -267,7 +267,7 @@ def decode_header_bits(
 
     A row whose Viterbi path fails the CRC is decoded again: with a ``prior``, by the Viterbi
     decoder held to each of its tiers (most known bits first), then by the list Viterbi
-    decoder held to the strongest; then by the list Viterbi decoder without a prior
+    decoder held to each; then by the list Viterbi decoder without a prior
     (``n_list`` paths, best first; 1 turns list decoding off). The first path that passes the
     CRC is taken; where none does, the Viterbi path is returned and the CRC rejects it.
     Non-finite LLRs are zeroed (erasures); the CRC then decides.
@@ -298,8 +298,9 @@ def decode_header_bits(
             if crc_ok(held[j]):
                 out[i] = held[j]
         failed = [i for i in failed if not crc_ok(out[i])]
-    # the list decoder (~5 ms a header) held to the strongest tier, then without a prior
-    for known in (tiers[0], None) if tiers else (None,):
+    # the list decoder (~5 ms a header) held to each tier, then without a prior: a last
+    # header from another image makes the first tier wrong, and the static one still serves
+    for known in (*tiers, None):
         failed = _list_decode(llr, out, failed, n_list, known)
     return out
 

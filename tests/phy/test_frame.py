@@ -743,3 +743,104 @@ def test_structured_content_does_not_pile_up_into_peaks_full_scale_clips(payload
     unrotated = (s * np.conj(payload_phases(k))).astype(np.complex64)
     _, st2 = to_full_scale(fb.build_numpy(unrotated, h), -12.0)
     assert st2["papr_in_db"] > 14.0 and st2["clipped_fraction"] > 0.002, st2
+
+
+def test_code_header_bits_one_row_or_many_and_the_shape_check():
+    """Raw bits -> the bits on the air, for one header [HEADER_BITS] or a batch [B, HEADER_BITS],
+    a CRC that fails coded as it is; any other shape is refused with its shape named."""
+    from hil.phy.header import HEADER_BITS, code_header_bits
+
+    hs = [_hdr(item_id=i) for i in range(3)]
+    raw = np.stack([np.unpackbits(np.frombuffer(h.pack(), np.uint8)) for h in hs])
+    one = code_header_bits(raw[1], CFG)
+    assert one.dtype == np.uint8 and one.shape == (CFG.header_symbols * CFG.n_data,)
+    assert np.array_equal(one, encode_header_bits(hs[1], CFG))
+    many = code_header_bits(raw.astype(np.int64), CFG)
+    assert many.dtype == np.uint8 and many.shape == (3, CFG.header_symbols * CFG.n_data)
+    for i, h in enumerate(hs):
+        assert np.array_equal(many[i], encode_header_bits(h, CFG))
+    bad = raw[0].copy()
+    bad[-1] ^= 1  # the CRC no longer matches: still coded, bit for bit
+    coded = code_header_bits(bad, CFG)
+    assert (coded != one).sum() > 0 and not crc_ok(bad)
+    for shape in [(HEADER_BITS - 1,), (2, HEADER_BITS + 1), (1, 2, HEADER_BITS), ()]:
+        with pytest.raises(ValueError) as e:
+            code_header_bits(np.zeros(shape, np.uint8), CFG)
+        assert str(e.value) == (f"bits must be [{HEADER_BITS}] or [B, {HEADER_BITS}], got {shape}")
+
+
+def test_header_prior_checks_its_fields_at_the_bounds():
+    from hil.phy.header import HEADER_BITS, HeaderPrior
+
+    assert HeaderPrior(max_payload=2**32 - 1).known_bits()[144:176].tolist() == [-1] * 32
+    assert HeaderPrior(max_payload=0).known_bits()[144:176].tolist() == [0] * 32
+    assert (HeaderPrior(max_payload=1).known_bits()[144:176] == 0).sum() == 31
+    for bad, msg in [
+        ({"fingerprint": bytearray(8)}, "fingerprint must be 8 bytes or None, got bytearray"),
+        ({"fingerprint": bytes(7)}, "fingerprint must be 8 bytes or None"),
+        ({"fingerprint": bytes(9)}, "fingerprint must be 8 bytes or None"),
+        ({"max_payload": -1}, "max_payload must be in 0..2^32 - 1, got -1"),
+        ({"max_payload": 2**32}, "max_payload must be in 0..2^32 - 1, got 4294967296"),
+        ({"last": "h"}, "last must be a Header or None, got str"),
+    ]:
+        with pytest.raises(ValueError) as e:
+            HeaderPrior(**bad)
+        assert str(e.value).startswith(msg), (bad, str(e.value))
+    # no fingerprint: its 64 bits stay unknown, with or without a last header
+    h = _hdr()
+    kn = HeaderPrior(max_payload=4800).after(h).known_bits()
+    assert (kn[80:144] == -1).all() and kn.shape == (HEADER_BITS,) and kn.dtype == np.int64
+    bits = np.unpackbits(np.frombuffer(h.pack(), np.uint8))
+    assert np.array_equal(kn[kn >= 0], bits[kn >= 0])
+    assert HeaderPrior(FP, 4800).after(h).after(_hdr(seq=9)).last == _hdr(seq=9)
+
+
+def test_scrambled_llrs_are_descrambled_by_sign_only():
+    """The receiver flips the sign of each LLR the scrambler inverted and changes nothing else:
+    noisy LLRs decode to exactly what the Viterbi decoder makes of them descrambled by hand."""
+    from hil.phy.header import HEADER_BITS
+
+    rng = np.random.default_rng(8)
+    cap = CFG.header_symbols * CFG.n_data
+    x = np.stack([1 - 2.0 * encode_header_bits(_hdr(item_id=i), CFG) for i in range(24)])
+    llr = 2 * (x + rng.normal(size=x.shape)) / 1.0  # about 0 dB: many paths differ
+    perm = interleaver(2 * (HEADER_BITS + 6), CFG.n_data)
+    by_hand = viterbi_decode((llr * (1.0 - 2.0 * header_scrambler(cap)))[:, perm])
+    got = decode_header_bits(llr, CFG, n_list=1)
+    slow = [i for i in range(len(x)) if not crc_ok(got[i])]  # rows the fast path did not take
+    assert len(slow) > 5
+    assert np.array_equal(got[slow], by_hand[slow])
+
+
+def test_the_static_prior_still_reads_when_the_last_header_does_not_match():
+    """A last header from another image (other shape and payload length) predicts wrong bits:
+    its tier fails the CRC, and the frames are read as well as with the static tier alone;
+    when the first tier reads every failing header the decoder stops there and returns them."""
+    from hil.phy.header import HeaderPrior
+
+    rng = np.random.default_rng(31)
+    hs = [
+        Header(seq=i, item_id=i // 4, fingerprint=FP, payload_len=480, shape=(3, 8, 8))
+        for i in range(120)
+    ]
+    s = np.stack([1.0 - 2.0 * encode_header_bits(h, CFG) for h in hs])
+    sigma2 = 10 ** (2.5 / 10) / 2
+    llr = 2 * (s + rng.normal(size=s.shape) * np.sqrt(sigma2)) / sigma2
+    static = HeaderPrior(FP, max_payload=4800)
+    other = Header(seq=5, item_id=1, fingerprint=FP, payload_len=96, shape=(3, 64, 48))
+
+    def read(prior, n_list=16):
+        return [crc_ok(b) for b in decode_header_bits(llr, CFG, n_list=n_list, prior=prior)]
+
+    alone, mismatched = read(static), read(static.after(other))
+    assert alone == mismatched and sum(alone) > sum(read(None)) + 10
+    # without the list decoder, only the Viterbi path held to each tier reads them
+    assert read(static.after(other), n_list=1) == read(static, n_list=1)
+    assert sum(read(static, n_list=1)) > sum(read(None, n_list=1)) + 10
+    # a batch the first tier reads completely: decoded bits come back for every row
+    match = static.after(hs[0])
+    ok = [i for i, v in enumerate(read(match, n_list=1)) if v]
+    plain = read(None, n_list=1)
+    rows = [i for i in ok if not plain[i]][:3]
+    out = decode_header_bits(llr[rows], CFG, n_list=1, prior=match)
+    assert out.shape == (len(rows), 280) and all(crc_ok(b) for b in out)
