@@ -103,6 +103,8 @@ EQUIVALENT: dict[str, str] = {
     "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_87": "zip(strict=None) over the 3 fields and a shape Header has already checked to be 3 long",
     "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_90": "as known_bits mutmut_87 (strict dropped)",
     "hil.phy.header.xǁHeaderPriorǁknown_bits__mutmut_94": "as known_bits mutmut_87 (strict=False)",
+    "hil.phy.header.x_code_header_bits__mutmut_18": "numpy's reshape takes -2 as -1 (unknown)",
+    "hil.phy.header.x_code_header_bits__mutmut_43": "numpy's reshape takes -2 as -1 (unknown)",
     "hil.phy.header.x_decode_header_llr__mutmut_3": (
         "asarray without float64: decode_header_bits converts to float64 itself; isfinite and "
         "size do not depend on the dtype"
