@@ -282,6 +282,17 @@ class OfdmReceiver(nn.Module):
         n0 = _abs2(y1 - y2).mean(-1) / 2
         return h, n0
 
+    def _on_bins(self, h_used: Tensor, n0: Tensor) -> Tensor:
+        """An LS estimate on the used bins, h_used [B, U] complex (error variance that of two
+        observations at noise n0 [B] real), smoothed as configured -> [B, N] complex on every
+        FFT bin (zero on the unused ones)."""
+        if self.smoothing == "lmmse":
+            h_used = self._smooth(h_used, n0)
+        h = torch.zeros(
+            h_used.shape[0], self.cfg.fft_size, dtype=h_used.dtype, device=h_used.device
+        )
+        return h.index_copy(1, self.used_bins, h_used)
+
     def _smooth(self, h: Tensor, n0: Tensor) -> Tensor:
         # LS error variance per bin: n0 / (2 a^2) (two symbols averaged)
         u = self._const("r_u", h.dtype, h.device)
@@ -349,10 +360,7 @@ class OfdmReceiver(nn.Module):
         es = torch.maximum(
             _abs2(h_used).mean(-1) - n0 / (2 * self.a**2), 0.01 * n0
         )  # floor: -20 dB
-        if self.smoothing == "lmmse":
-            h_used = self._smooth(h_used, n0)
-        h = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
-        h = h.index_copy(1, self.used_bins, h_used)
+        h = self._on_bins(h_used, n0)
         return ChannelEstimate(cfo_norm=cfo, h=h, n0=n0, snr_db=10 * torch.log10(es / n0))
 
     def refine_estimate(self, x: Tensor, est: ChannelEstimate, header: Tensor) -> ChannelEstimate:
@@ -384,10 +392,8 @@ class OfdmReceiver(nn.Module):
         sums = sums.index_copy(1, self.pilot_bins, (grid[..., self.pilot_bins] * pv).sum(1))
         # LS per used bin over 2 LTS + H header observations, each of amplitude a |H|
         h_used = (2 * h_ls + sums[:, self.used_bins] / self.a) / (2 + n_h)
-        if self.smoothing == "lmmse":  # _smooth assumes 2 observations: scale n0 to match
-            h_used = self._smooth(h_used, est.n0 * 2 / (2 + n_h))
-        h = torch.zeros(b, c.fft_size, dtype=x.dtype, device=x.device)
-        h = h.index_copy(1, self.used_bins, h_used)
+        # _smooth's noise model is two observations: scale n0 to match
+        h = self._on_bins(h_used, est.n0 * 2 / (2 + n_h))
         return ChannelEstimate(cfo_norm=est.cfo_norm, h=h, n0=est.n0, snr_db=est.snr_db)
 
     def equalize(self, x: Tensor, est: ChannelEstimate, n_payload: int) -> RxResult:

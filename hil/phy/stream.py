@@ -369,6 +369,10 @@ class FrameReceiver:
         est = res.estimate
         refs = [(est, i) for i in range(len(todo))]  # each frame's estimate: batch, row
         failed = [i for i in range(len(todo)) if not crc_ok(bits[i])]
+        if failed and self.header_rereads:  # the failing headers' samples, cut once
+            with torch.inference_mode():
+                segs = self._segments([dets[i] for i in failed], 0, est.rows(failed))
+            at = {i: r for r, i in enumerate(failed)}
         for _ in range(self.header_rereads):
             if not failed:
                 break
@@ -376,7 +380,7 @@ class FrameReceiver:
             # channel estimate; then the header read again with it
             sub = est.rows(failed)
             with torch.inference_mode():
-                x = self._segments([dets[i] for i in failed], 0, sub)
+                x = segs[[at[i] for i in failed]]
                 d = 1.0 - 2.0 * code_header_bits(bits[failed], c).astype(np.float32)
                 d = torch.from_numpy(d.reshape(len(failed), c.header_symbols, c.n_data))
                 sub = self.rx.refine_estimate(x, sub, d)
