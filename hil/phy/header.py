@@ -285,11 +285,8 @@ def decode_header_bits(
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not crc_ok(out[i])]
-    tiers = []  # known bits, most first
-    if prior is not None:
-        tiers = [prior.known_bits(history=True), prior.known_bits(history=False)]
-        if np.array_equal(tiers[0], tiers[1]):
-            tiers = tiers[1:]
+    # known bits, most first; built only when a header needs them (most batches do not)
+    tiers = _tiers(prior) if prior is not None and failed else []
     for known in tiers:  # the Viterbi path held to each tier: cheap
         if not failed:
             break
@@ -303,6 +300,13 @@ def decode_header_bits(
     for known in (*tiers, None):
         failed = _list_decode(llr, out, failed, n_list, known)
     return out
+
+
+def _tiers(prior: HeaderPrior) -> list[np.ndarray]:
+    """The prior's known bits [HEADER_BITS], most first: with the last header's, then
+    without (one tier where they are the same)."""
+    tiers = [prior.known_bits(history=True), prior.known_bits(history=False)]
+    return tiers[1:] if np.array_equal(tiers[0], tiers[1]) else tiers
 
 
 def _list_decode(llr, out, failed: list[int], n_list: int, known) -> list[int]:
