@@ -76,8 +76,10 @@ def digital_curves(
             ok = 0
             if sent:
                 g = torch.Generator().manual_seed(seed)
-                y = chain(fb.build(x), torch.full((len(sent),), float(snr)), generator=g).y
-                r = rxr.receive_frame(y, n_symbols)
+                # the header known, as the JSCC's evaluation and the stream receiver have it
+                hdr = torch.ones(len(sent), phy.header_symbols, phy.n_data)
+                y = chain(fb.build(x, hdr), torch.full((len(sent),), float(snr)), generator=g).y
+                r = rxr.receive_frame(y, n_symbols, hdr)
                 payloads = codec.decode(r.symbols, 1.0 / r.symbol_gain.clamp_min(1e-6))
                 for j, i in enumerate(sent):
                     img = decode(payloads[j], shape) if payloads[j] is not None else None

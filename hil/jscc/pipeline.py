@@ -111,7 +111,10 @@ class JsccLink(nn.Module):
             gain = torch.full(s.shape, 1.0, device=s.device) * torch.pow(10.0, snr_db / 10)[:, None]
             x_hat = self.model.decoder(y, snr_db, shape, gain)
             return LinkOutput(x_hat=x_hat, symbols=s, snr_db=snr_db, rx=None)
-        y = self.channel(self.fb.build(s), snr_db, generator)
-        r = self.rx.receive_frame(y, s.shape[1])
+        # the header (all +1: it carries nothing in training) is known to the receiver, as a
+        # header that passed its CRC is on the air (FrameReceiver's refine_payload)
+        hdr = torch.ones(s.shape[0], self.phy.header_symbols, self.phy.n_data, device=s.device)
+        y = self.channel(self.fb.build(s, hdr), snr_db, generator)
+        r = self.rx.receive_frame(y, s.shape[1], hdr)
         x_hat = self.model.decoder(r.symbols, r.snr_db, shape, r.symbol_gain)
         return LinkOutput(x_hat=x_hat, symbols=s, snr_db=r.snr_db, rx=r)

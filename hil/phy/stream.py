@@ -122,6 +122,9 @@ class FrameReceiver:
         header_rereads: times a failing header is read again with a decision-directed channel
             estimate (``OfdmReceiver.refine_estimate``: its decoded bits, re-encoded, as
             pilots); 0 turns it off.
+        refine_payload: equalise each payload with a channel, noise and SNR estimate that
+            takes the frame's header, once it passed its CRC, as known symbols
+            (``OfdmReceiver.refine_estimate``); False: the long training field's estimate.
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class FrameReceiver:
         fingerprint: bytes | None = None,
         header_prior: bool = True,
         header_rereads: int = 2,
+        refine_payload: bool = True,
     ):
         self.cfg = cfg or OfdmConfig()
         if not 1 <= int(header_list) <= MAX_LIST:
@@ -144,6 +148,7 @@ class FrameReceiver:
         if not 0 <= int(header_rereads) <= 8:
             raise ValueError(f"header_rereads must be in 0..8, got {header_rereads}")
         self.header_rereads = int(header_rereads)
+        self.refine_payload = bool(refine_payload)
         self.rx = receiver or OfdmReceiver(self.cfg)
         if self.rx.cfg != self.cfg:
             raise ValueError("receiver and FrameReceiver must share one OfdmConfig")
@@ -190,6 +195,7 @@ class FrameReceiver:
             self.dc_block,
             self.header_list,
             header_rereads=self.header_rereads,
+            refine_payload=self.refine_payload,
         )
         fr._dc, fr.prior = self._dc, self.prior
         return fr
@@ -369,10 +375,11 @@ class FrameReceiver:
         est = res.estimate
         refs = [(est, i) for i in range(len(todo))]  # each frame's estimate: batch, row
         failed = [i for i in range(len(todo)) if not crc_ok(bits[i])]
-        if failed and self.header_rereads:  # the failing headers' samples, cut once
+        segs = None
+        if (failed and self.header_rereads) or self.refine_payload:
+            # the headers' samples with the estimate's residual CFO removed, cut once
             with torch.inference_mode():
-                segs = self._segments([dets[i] for i in failed], 0, est.rows(failed))
-            at = {i: r for r, i in enumerate(failed)}
+                segs = self._segments(dets, 0, est)
         for _ in range(self.header_rereads):
             if not failed:
                 break
@@ -380,7 +387,7 @@ class FrameReceiver:
             # channel estimate; then the header read again with it
             sub = est.rows(failed)
             with torch.inference_mode():
-                x = segs[[at[i] for i in failed]]
+                x = segs[failed]
                 d = 1.0 - 2.0 * code_header_bits(bits[failed], c).astype(np.float32)
                 d = torch.from_numpy(d.reshape(len(failed), c.header_symbols, c.n_data))
                 sub = self.rx.refine_estimate(x, sub, d)
@@ -391,6 +398,8 @@ class FrameReceiver:
                     refs[i] = (sub, j)
                     self.stats.reread += 1
             failed = [i for i in failed if not crc_ok(bits[i])]
+        if self.refine_payload:
+            self._refine_passed(todo, bits, segs, est, refs)
         rows = None  # as numpy only when a header failed (its event reports the frame)
         for i, q in enumerate(todo):
             try:
@@ -407,6 +416,22 @@ class FrameReceiver:
                 rows = rows or _rows(res)
                 q.row = rows[i]
         self.stats.seconds["header"] += time.perf_counter() - t0
+
+    def _refine_passed(self, todo, bits, segs, est, refs) -> None:
+        """Every header that passed its CRC serves as 576 known symbols: the payload gets a
+        channel estimate from 2 + 12 symbols instead of the long training field's 2, and
+        noise and SNR estimates from the header's residuals (what the decoder conditions
+        on). refs: each frame's (estimate, row), replaced for the frames refined."""
+        c = self.cfg
+        ok = [i for i in range(len(todo)) if crc_ok(bits[i])]
+        if not ok:
+            return
+        with torch.inference_mode():
+            d = 1.0 - 2.0 * code_header_bits(bits[ok], c).astype(np.float32)
+            d = torch.from_numpy(d.reshape(len(ok), c.header_symbols, c.n_data))
+            sub = self.rx.refine_estimate(segs[ok], est.rows(ok), d, noise=True)
+        for j, i in enumerate(ok):
+            refs[i] = (sub, j)
 
     def _receive_payloads(self, events: list[FrameEvent]) -> bool:
         """Receive complete frames and emit events from the head of the queue, in order.

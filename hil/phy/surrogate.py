@@ -61,6 +61,10 @@ class ReceiverSurrogate(nn.Module):
         stages: the channel chain's stage tables; kinds other than ``SUPPORTED``
             raise ValueError.
         equalizer: ``mmse`` or ``zf``, as ``OfdmReceiver``.
+        header_known: the receiver estimates channel and noise with the header's symbols
+            as known pilots (``OfdmReceiver.forward(..., header=...)``, what the stream
+            receiver does once a header passed its CRC, and what ``JsccLink`` trains on);
+            False: the long training field alone.
     """
 
     def __init__(
@@ -68,8 +72,10 @@ class ReceiverSurrogate(nn.Module):
         cfg: OfdmConfig,
         stages: Sequence[Mapping[str, Any]],
         equalizer: str = "mmse",
+        header_known: bool = True,
     ):
         super().__init__()
+        self.header_known = bool(header_known)
         bad = [t.get("kind") for t in stages if t.get("kind") not in SUPPORTED]
         if bad:
             raise ValueError(
@@ -145,8 +151,20 @@ class ReceiverSurrogate(nn.Module):
         y2 = hu * ref + sd * noise(b, len(used))
         h_ls = (y1 + y2) / (2 * ref)
         n0_hat = (_abs2(y1 - y2).mean(-1) / 2).clamp_min(1e-12)
-        es_hat = torch.maximum(_abs2(h_ls).mean(-1) - n0_hat / (2 * a**2), 0.01 * n0_hat)
-        h_used = rx._smooth(h_ls, n0_hat) if rx.smoothing == "lmmse" else h_ls
+        n_obs = 2  # observations per used bin in the estimate
+        if self.header_known:
+            # the header's symbols as known pilots (OfdmReceiver.refine_estimate with
+            # noise=True): n_h more observations per bin, each a H d + W (d = 1 stands for
+            # any +-1, the noise being symmetric), and the noise from their residuals
+            n_h = c.header_symbols
+            yh = a * hu[:, None, :] + sd[:, :, None] * noise(b, n_h, len(used))
+            n_obs = 2 + n_h
+            h_ls = (2 * h_ls + yh.sum(1) / a) / n_obs
+            dof = (1 - 1 / n_obs) * n_h * len(used)
+            n0_hat = (_abs2(yh - a * h_ls[:, None, :]).sum((-1, -2)) / dof).clamp_min(1e-12)
+        es_hat = torch.maximum(_abs2(h_ls).mean(-1) - n0_hat / (n_obs * a**2), 0.01 * n0_hat)
+        # _smooth's noise model is two observations
+        h_used = rx._smooth(h_ls, n0_hat * 2 / n_obs) if rx.smoothing == "lmmse" else h_ls
         h_hat = torch.zeros(b, c.fft_size, dtype=dt, device=dev).index_copy(1, used, h_used)
 
         s_pay = c.payload_symbols(n_pay)
