@@ -53,7 +53,8 @@ MODES = ("full", "tiles32", "tiles32-plain", "tiles64")
 
 
 class Air:
-    """Frames of MAX_PAYLOAD symbols through PHY transmit, a channel profile, PHY receive."""
+    """Frames of MAX_PAYLOAD symbols through PHY transmit, a channel profile, PHY receive (the
+    payload equalised with the estimate the header refines, as ``hil rx`` does)."""
 
     def __init__(self, phy, chan: str):
         self.fb = FrameBuilder(phy)
@@ -80,8 +81,11 @@ class Air:
             ):  # the full frames in one batch, then the last
                 idx = [i for i, c in enumerate(chunks) if len(c) == n]
                 sym = torch.from_numpy(np.stack([chunks[i] for i in idx]))
-                y = self.chain(self.fb.build(sym), torch.full((len(idx),), snr_db), generator=g).y
-                r = self.rx.receive_frame(y, n)
+                # the header known to the receiver, as for a header that passed its CRC
+                hdr = torch.ones(len(idx), self.fb.cfg.header_symbols, self.fb.cfg.n_data)
+                snrs = torch.full((len(idx),), snr_db)
+                y = self.chain(self.fb.build(sym, hdr), snrs, generator=g).y
+                r = self.rx.receive_frame(y, n, hdr)
                 for j, i in enumerate(idx):
                     ys.append((i, r.symbols[j].numpy(), r.symbol_gain[j].numpy()))
         ys.sort(key=lambda t: t[0])
