@@ -192,11 +192,12 @@ def _per_frame_snr(f: np.ndarray, n_frames: int, snrs) -> None:
             continue
         d = f[t & np.isfinite(f[:, 3])]
         err = d[:, 3] - d[:, 0]
+        err_s = f"{err.mean():+.2f} / {np.sqrt(np.mean(err**2)):.2f}" if len(err) else "-"
         print(
             f"| {c:+d} | {int(t.sum())} | {100 * f[t, 1].mean():.1f} % | "
             f"{100 * f[t, 2].mean():.1f} % | {int(e.sum())} | "
             f"{100 * f[e, 2].mean() if e.any() else math.nan:.1f} % | "
-            f"{err.mean():+.2f} / {np.sqrt(np.mean(err**2)):.2f} |"
+            f"{err_s} |"
         )
 
 
