@@ -62,16 +62,28 @@ def _trellis():
 
 
 def conv_encode(bits: np.ndarray) -> np.ndarray:
-    """bits: [n] {0,1}, any integer or bool dtype -> [2 (n + 6)] uint8 coded bits, terminated
-    with six zero tail bits."""
-    nxt, out, _, _ = _trellis()
-    bits = np.concatenate([np.asarray(bits, np.int64), np.zeros(TAIL, np.int64)])
-    coded = np.empty(2 * len(bits), np.uint8)
-    s = 0
-    for i, b in enumerate(bits):
-        coded[2 * i : 2 * i + 2] = out[s, b]
-        s = nxt[s, b]
-    return coded
+    """bits: [n] or [B, n] {0,1}, any integer or bool dtype -> [2 (n + 6)] or [B, 2 (n + 6)]
+    uint8 coded bits, terminated with six zero tail bits (the encoder starts in state 0).
+
+    Each output stream is the XOR of the input shifted by the generator's taps (generator
+    bit K-1-i taps u[n - i], as in ``_trellis``), for every row at once."""
+    u = np.asarray(bits)
+    if u.ndim not in (1, 2):
+        raise ValueError(f"bits must be [n] or [B, n], got shape {u.shape}")
+    single = u.ndim == 1
+    u = np.atleast_2d(u).astype(np.uint8)
+    rows, n = u.shape
+    pad = np.zeros((rows, TAIL), np.uint8)
+    u = np.concatenate([pad, u, pad], axis=1)  # u[n - i] at column TAIL + n - i
+    length = n + TAIL
+    coded = np.empty((rows, 2 * length), np.uint8)
+    for j, g in enumerate(G):
+        acc = np.zeros((rows, length), np.uint8)
+        for i in range(K):
+            if (g >> (K - 1 - i)) & 1:
+                acc ^= u[:, TAIL - i : TAIL - i + length]
+        coded[:, j::2] = acc
+    return coded[0] if single else coded
 
 
 def _llr_batch(llr: np.ndarray) -> tuple[np.ndarray, bool]:

@@ -244,9 +244,7 @@ def code_header_bits(bits: np.ndarray, cfg: OfdmConfig) -> np.ndarray:
         raise ValueError(f"bits must be [{HEADER_BITS}] or [B, {HEADER_BITS}], got {bits.shape}")
     rows = bits.reshape(-1, HEADER_BITS)
     out = np.zeros((len(rows), coded_bits_capacity(cfg)), np.uint8)
-    perm = interleaver(n, cfg.n_data)
-    for i, r in enumerate(rows):
-        out[i, perm] = conv_encode(r)
+    out[:, interleaver(n, cfg.n_data)] = conv_encode(rows)
     out ^= header_scrambler(out.shape[1])
     return out.reshape(*bits.shape[:-1], -1)
 

@@ -118,3 +118,27 @@ def test_known_bits_shape_and_values_are_checked(known, match):
         viterbi_decode(llr, known)
     with pytest.raises(ValueError, match=match):
         list_viterbi_decode(llr, 2, known)
+
+
+def test_conv_encode_walks_the_trellis_row_by_row_and_in_batches():
+    """The shift-register form (every row at once) gives what walking the decoder's own
+    trellis from state 0 gives, bit by bit; one row or a batch; the all-zero word and a lone
+    one are the code's impulse response (133, 171 octal interleaved)."""
+    nxt, out, _, _ = coding._trellis()
+    rng = np.random.default_rng(9)
+    bits = rng.integers(0, 2, size=(6, 57))
+    walked = []
+    for r in bits:
+        s, c = 0, []
+        for b in [*r, *[0] * TAIL]:
+            c += list(out[s, b])
+            s = nxt[s, b]
+        walked.append(c)
+    np.testing.assert_array_equal(conv_encode(bits), np.array(walked, np.uint8))
+    np.testing.assert_array_equal(conv_encode(bits[2].astype(bool)), walked[2])
+    impulse = conv_encode(np.array([1]))
+    a = [int(c) for c in f"{0o133:07b}"]
+    b = [int(c) for c in f"{0o171:07b}"]
+    np.testing.assert_array_equal(impulse, np.ravel(np.column_stack([a, b])))
+    with pytest.raises(ValueError, match="bits must be"):
+        conv_encode(np.zeros((1, 2, 3), np.uint8))
