@@ -110,7 +110,11 @@ def test_known_bits_hold_the_search_to_them():
 
 @pytest.mark.parametrize(
     ("known", "match"),
-    [(np.full(39, -1), r"\[40\]"), (np.full(40, 2), "-1, 0, 1"), (np.full((2, 40), -1), "40")],
+    [
+        (np.full(39, -1), r"\[40\] .* got \(39,\)$"),
+        (np.full(40, 2), r"-1, 0, 1, got \(40,\)$"),
+        (np.full((2, 40), -1), r"\[1, 40\] .* got \(2, 40\)$"),
+    ],
 )
 def test_known_bits_shape_and_values_are_checked(known, match):
     llr = 1.0 - 2.0 * conv_encode(np.zeros(40, np.uint8))
@@ -123,7 +127,10 @@ def test_known_bits_shape_and_values_are_checked(known, match):
 def test_conv_encode_walks_the_trellis_row_by_row_and_in_batches():
     """The shift-register form (every row at once) gives what walking the decoder's own
     trellis from state 0 gives, bit by bit; one row or a batch; the all-zero word and a lone
-    one are the code's impulse response (133, 171 octal interleaved)."""
+    one are the code's impulse response (133, 171 octal interleaved). The trellis cache is
+    cleared first, so its construction is what is tested (the decoders use it; the encoder
+    does not)."""
+    coding._trellis.cache_clear()
     nxt, out, _, _ = coding._trellis()
     rng = np.random.default_rng(9)
     bits = rng.integers(0, 2, size=(6, 57))
