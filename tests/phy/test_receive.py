@@ -198,6 +198,11 @@ def test_every_tensor_stays_on_the_inputs_device(dtype, k, smooth_tracking, esti
     err = torch.empty(2, 7, dtype=dtype.to_real(), device="meta")
     var = torch.empty(2, dtype=dtype.to_real(), device="meta")
     assert rx.smoothed_phase_error(err, var).device.type == "meta"
+    # with the header known (forward's header=, the stream receiver's refinement)
+    hdr = torch.empty(2, CFG.header_symbols, CFG.n_data, device="meta")
+    r = rx(torch.empty(2, n, dtype=dtype, device="meta"), k, hdr)
+    fields = (r.symbols, r.h, r.n0, r.snr_db, r.symbol_gain)
+    assert all(t.device.type == "meta" for t in fields) and r.symbols.dtype == dtype
 
 
 def test_line_fit_stays_on_the_inputs_device():
@@ -317,3 +322,30 @@ def test_header_residuals_estimate_the_noise_closer(snr_db, linewidth_hz, gen):
     assert e_ref.std().item() < 0.5 * e_lts.std().item(), (e_ref.std(), e_lts.std())
     assert abs(ref.snr_db.mean().item() - snr_db) < 0.3, ref.snr_db.mean()
     assert ref.cfo_norm is est.cfo_norm
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_refined_estimate_scales_with_the_signal_and_keeps_the_precision(dtype, gen):
+    """refine_estimate on exactly the long training field and the header (no payload sample
+    needed), in either precision (the header's +-1 given in float32 either way): the noise
+    scales with the received power and the SNR stays, down to a signal 1e-4 of
+    full power (phases are normalised, not divided by a power). (The smoothed channel does not
+    scale exactly: the LMMSE prior assumes a channel of unit power.)"""
+    from hil.phy.header import Header, encode_header_bits
+
+    b = 4
+    hdr = Header(seq=3, item_id=4, fingerprint=b"abcdefgh", payload_len=48, shape=(3, 8, 8))
+    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float32))
+    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    x = FrameBuilder(CFG).build(torch.randn(b, 48, dtype=dtype, generator=gen), d)
+    chain = ChannelChain.from_tables([{"kind": "awgn"}])
+    y = chain(x, snr_db=12.0, generator=gen).y
+    y = y[:, CFG.sts_len : CFG.sts_len + CFG.lts_len + CFG.header_len]
+    rx = OfdmReceiver(CFG, estimate_cfo=False)
+    ref = rx.refine_estimate(y, rx.estimate(y), d, noise=True)
+    assert ref.h.dtype == dtype and ref.n0.dtype == dtype.to_real()
+    assert abs(ref.snr_db.mean().item() - 12.0) < 1.0
+    s = 1e-2
+    small = rx.refine_estimate(y * s, rx.estimate(y * s), d, noise=True)
+    assert torch.allclose(small.n0, ref.n0 * s**2, rtol=1e-3)
+    assert torch.allclose(small.snr_db, ref.snr_db, atol=1e-3)
