@@ -303,21 +303,24 @@ def _main(a) -> int:
                 rx.progress()
     finally:
         src.close()
+    try:
+        # late manifest and truth messages
+        if ctrl is not None or truth_sock is not None:
+            end = time.monotonic() + 0.5
+            while time.monotonic() < end:
+                control()
+                time.sleep(0.05)
+        for s_ in (ctrl, truth_sock):
+            if s_ is not None:
+                s_.close(linger=0)
+        ctx.term()
+        # images still waiting for lost frames: decoded, concealed (and their records written)
+        rx.finish()
+        if writer is not None:
+            _close_recording(writer, rx, src, log)
+    finally:
         if metrics:
             metrics.close()
-    # late manifest and truth messages
-    if ctrl is not None or truth_sock is not None:
-        end = time.monotonic() + 0.5
-        while time.monotonic() < end:
-            control()
-            time.sleep(0.05)
-    for s_ in (ctrl, truth_sock):
-        if s_ is not None:
-            s_.close(linger=0)
-    ctx.term()
-    rx.finish()  # images still waiting for lost frames: decoded, concealed
-    if writer is not None:
-        _close_recording(writer, rx, src, log)
     summary = rx.summary()
     summary.update(
         {

@@ -1,6 +1,7 @@
 """Whole photographs over the link: any size in, the same size out, paired with the receiver's
 copy by content, and a lost frame costing only its part of the picture."""
 
+import json
 import shutil
 
 import numpy as np
@@ -76,13 +77,17 @@ def test_a_lost_frame_costs_only_its_part_of_the_photograph(tmp_path, mode, per_
     lossy_dir.mkdir()
     tx_extra = ("--image", str(CHELSEA), "--whole-mode", mode)
     _rc, clean = run_trio(clean_dir, tx_extra=tx_extra, rx_extra=("--image", str(CHELSEA)))
-    _rc, lossy = run_trio(
+    # the image is put together at the stream's end (its lost frames never come): its record
+    # still reaches --metrics
+    metrics = lossy_dir / "frames.jsonl"
+    rc, lossy = run_trio(
         lossy_dir,
         tx_extra=tx_extra,
-        rx_extra=("--image", str(CHELSEA)),
+        rx_extra=("--image", str(CHELSEA), "--metrics", str(metrics)),
         radio_args=("--profile", str(prof)),
         idle_timeout=None,
     )
+    assert rc["rx"] == 0, rc
     (ref,) = [r for r in clean["per_frame"] if r["status"] == "decoded"]
     (got,) = [r for r in lossy["per_frame"] if r["status"] == "decoded"]
     c = lossy["counts"]
@@ -94,6 +99,8 @@ def test_a_lost_frame_costs_only_its_part_of_the_photograph(tmp_path, mode, per_
     # graceful: the picture is still the picture, a little worse for each frame lost
     floor = ref["psnr_db"] - per_frame_db * lost - 1.0
     assert floor < got["psnr_db"] < ref["psnr_db"], (ref, got, lost)
+    (line,) = [r for r in map(json.loads, metrics.read_text().splitlines()) if "chunks" in r]
+    assert line["lost_chunks"] == lost and line["psnr_db"] == got["psnr_db"]
 
 
 def test_a_whole_photograph_through_the_digital_baseline(tmp_path):
