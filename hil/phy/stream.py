@@ -96,6 +96,7 @@ class ReceiverStats:
     header_errors: int = 0
     nonfinite: int = 0  # samples replaced by 0 because they were NaN/inf
     reread: int = 0  # headers read only with the decision-directed channel estimate
+    echoes: int = 0  # failed headers inside a frame read in the same pass: not decoded further
     # seconds spent per stage, to say where the time goes
     seconds: dict = field(
         default_factory=lambda: {"detect": 0.0, "refine": 0.0, "header": 0.0, "payload": 0.0}
@@ -371,10 +372,20 @@ class FrameReceiver:
         t0 = time.perf_counter()
         dets = [q.det for q in todo]
         res = self._receive(dets, 0)
-        bits = viterbi_decode_batch(res.header_llr, c, self.header_list, self.prior)
+        # plain Viterbi first: a detection inside a frame whose header this pass reads (the
+        # detector ran ahead of the header into its payload) is an echo, and the costly
+        # decoders (the prior's tiers, the list, the re-reads: ~30 ms a header) skip it
+        bits = viterbi_decode_batch(res.header_llr, c, 1, None)
+        echoes = self._echoes(todo, bits)
+        self.stats.echoes += len(echoes)
+        failed = [i for i in range(len(todo)) if not crc_ok(bits[i]) and i not in echoes]
+        if failed and (self.header_list > 1 or self.prior is not None):
+            bits[failed] = viterbi_decode_batch(
+                res.header_llr[failed], c, self.header_list, self.prior
+            )
+            failed = [i for i in failed if not crc_ok(bits[i])]
         est = res.estimate
         refs = [(est, i) for i in range(len(todo))]  # each frame's estimate: batch, row
-        failed = [i for i in range(len(todo)) if not crc_ok(bits[i])]
         segs = None
         if (failed and self.header_rereads) or self.refine_payload:
             # the headers' samples with the estimate's residual CFO removed, cut once
@@ -416,6 +427,31 @@ class FrameReceiver:
                 rows = rows or _rows(res)
                 q.row = rows[i]
         self.stats.seconds["header"] += time.perf_counter() - t0
+
+    def _echoes(self, todo: list, bits: np.ndarray) -> set[int]:
+        """The rows of ``todo`` whose header failed and whose detection lies inside a frame
+        already known (``_inside_known``) or one whose header passed in ``bits`` [B,
+        HEADER_BITS] uint8: the same extent ``_decode_headers`` then drops them for."""
+        c = self.cfg
+        spans = []
+        for i, q in enumerate(todo):
+            if crc_ok(bits[i]):
+                try:
+                    n = parse_header_bits(bits[i]).payload_len
+                except HeaderError:
+                    continue
+                if n <= self.max_payload:
+                    a = q.det.frame_start
+                    spans.append((a - c.sts_period, a + c.frame_len(n)))
+        return {
+            i
+            for i, q in enumerate(todo)
+            if not crc_ok(bits[i])
+            and (
+                self._inside_known(q.det) is not None
+                or any(lo <= q.det.frame_start < hi for lo, hi in spans)
+            )
+        }
 
     def _refine_passed(self, todo, bits, segs, est, refs) -> None:
         """Every header that passed its CRC serves as 576 known symbols: the payload gets a

@@ -65,3 +65,41 @@ def test_each_frame_is_estimated_once_and_equalised_like_a_whole_frame(chunk):
         # apart from float32 rounding and the stream's slow DC removal
         assert abs(ref.cfo_norm.item() * cfg.sample_rate_hz + e.detector_cfo_hz - e.cfo_hz) < 1.0
         assert np.abs(ref.symbols[0].numpy() - e.symbols).max() < 1e-3
+
+
+def test_an_echo_in_a_payload_read_in_the_same_pass_skips_the_costly_decoders(monkeypatch):
+    """A preamble inside a long payload (as structured photographs' payloads give on the
+    two-Pluto link) is detected before its frame's header says how long the frame is: read
+    in the same pass, its failing header must not go on to the prior, the list decoder and
+    the re-reads (~30 ms each: they made hil rx 3x slower on whole photographs)."""
+    import hil.phy.stream as stream
+
+    cfg = OfdmConfig()
+    fb = FrameBuilder(cfg)
+    rng = np.random.default_rng(3)
+    k = 4800
+    s = ((rng.normal(size=k) + 1j * rng.normal(size=k)) / np.sqrt(2)).astype(np.complex64)
+    fp = bytes(range(1, 9))
+    frame = fb.build_numpy(s, Header(0, 0, fp, k, (3, 32, 32)))
+    # a preamble and a header of random bits, 3000 samples into the payload
+    bogus = fb.build_numpy(s[:48], Header(1, 1, fp, 48, (3, 32, 32)))
+    at = cfg.frame_len(0) + 3000
+    n_fake = cfg.sts_len + cfg.lts_len + cfg.header_len
+    fake = bogus[:n_fake].copy()
+    fake[cfg.sts_len + cfg.lts_len :] = np.exp(2j * np.pi * rng.random(cfg.header_len))
+    frame = frame.copy()
+    frame[at : at + n_fake] = fake
+    x = np.concatenate([np.zeros(500, np.complex64), frame, np.zeros(3000, np.complex64)])
+    calls = []
+    plain = stream.viterbi_decode_batch
+
+    def counted(llr, c, n_list=16, prior=None):
+        calls.append((len(llr), n_list, prior is not None))
+        return plain(llr, c, n_list, prior)
+
+    monkeypatch.setattr(stream, "viterbi_decode_batch", counted)
+    fr = FrameReceiver(cfg, fingerprint=fp)
+    events = fr.push(x)  # one chunk: both detections are queued before a header is read
+    assert [(e.status, e.header.seq) for e in events] == [("ok", 0)]
+    assert fr.stats.echoes == 1 and fr.stats.reread == 0
+    assert calls == [(2, 1, False)]  # one plain pass over both, nothing after it
