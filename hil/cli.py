@@ -204,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--snr accepts a range start:stop:step",
     )
     d.add_argument("--mcs", help="with --baseline: comma-separated MCS keys (default: all)")
+    d.add_argument(
+        "--precision",
+        choices=["auto", "float32", "bfloat16"],
+        default="float32",
+        help="the JSCC networks' arithmetic (default float32: the model as trained; hil tx/rx "
+        "default to auto)",
+    )
     d.set_defaults(func=_eval)
     return p
 

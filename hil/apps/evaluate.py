@@ -48,6 +48,7 @@ def parse_snrs(spec: str) -> list[float]:
 def run_eval(args) -> int:
     device = pick_device()
     model, phy, doc, _ = load_checkpoint(args.checkpoint, device=device)
+    model.set_precision(getattr(args, "precision", "float32"))
     snrs = parse_snrs(args.snr)
     dataset = args.dataset or doc.get("config", {}).get("train", {}).get("dataset", "builtin")
     crop = doc.get("config", {}).get("train", {}).get("crop", 32)
@@ -64,6 +65,7 @@ def run_eval(args) -> int:
         "channel": name,
         "dataset": f"{dataset} (test split)",
         "tiles": len(tiles),
+        "precision": str(model.precision).removeprefix("torch."),
         "results": [{"snr_db": s, **res[s]} for s in snrs],
     }
     if args.plot:
@@ -74,7 +76,7 @@ def run_eval(args) -> int:
     else:
         print(
             f"{out['checkpoint']} (k/n {out['bandwidth_ratio']}, fingerprint {out['fingerprint']}), "
-            f"channel {name}, {len(tiles)} held-out tiles"
+            f"channel {name}, {len(tiles)} held-out tiles, {out['precision']}"
         )
         print(
             f"{'SNR dB':>7} {'PSNR dB':>8} {'SSIM':>6} {'SNR est':>8}  colour shift R/G/B (8-bit)"

@@ -22,7 +22,13 @@ import numpy as np
 
 from ..radio.ad9363 import same_rate
 from ..transport import free_tcp_endpoints
-from .common import add_whole_image_args, items, resolve_checkpoint, setup_logging
+from .common import (
+    add_precision_arg,
+    add_whole_image_args,
+    items,
+    resolve_checkpoint,
+    setup_logging,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="jscc, or a separation-baseline MCS for tx (e.g. 16QAM-3/4): JPEG/WebP + 5G LDPC + QAM",
     )
     add_whole_image_args(p)
+    add_precision_arg(p)
     p.add_argument("--out", default=None, help="report folder (default runs/link-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument(
@@ -175,6 +182,8 @@ def _commands(a, out: Path, profile: str | None, ckpt: str) -> dict[str, list[st
         a.crop,
         "--count",
         a.count,
+        "--precision",
+        a.precision,
     ]
     for f in a.image or []:
         shared += ["--image", str(Path(f).resolve())]

@@ -26,6 +26,7 @@ from ..transport import make_socket, recv_json
 from .common import (
     StopFlag,
     add_curve_args,
+    add_precision_arg,
     cpu_threads,
     curve_client,
     items,
@@ -144,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --dashboard: the radio's --settings endpoint, so the page can set RX/TX gain "
         "and LO (hil dashboard --control)",
     )
+    add_precision_arg(p)
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -169,6 +171,7 @@ def _decoding(a, ckpt):
     from ..jscc.decoders import Decoders
 
     model, phy, doc, _ = load_checkpoint(ckpt)
+    model.set_precision(a.precision)
     _warm_up(model, (3, a.crop, a.crop))
     refs, _ids = items(a.dataset, a.crop, a.count)
     return phy, transmitter_fingerprint(doc), Decoders(model), refs
@@ -322,6 +325,9 @@ def _main(a) -> int:
         if metrics:
             metrics.close()
     summary = rx.summary()
+    summary["precision"] = (
+        str(decoders.model.precision).removeprefix("torch.") if decoders else None
+    )
     summary.update(
         {
             "stream": src.stats_dict(),

@@ -24,6 +24,7 @@ from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
 from .common import (
     StopFlag,
     add_curve_args,
+    add_precision_arg,
     add_whole_image_args,
     curve_client,
     items,
@@ -85,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--start-timeout", type=float, default=120.0, help="give up waiting for --start-file (s)"
     )
+    add_precision_arg(p)
     p.add_argument("-v", "--verbose", action="store_true")
     add_curve_args(p)
     return p
@@ -199,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging("tx", a.verbose)
     stop = StopFlag()
     model, phy, doc, _ = load_checkpoint(resolve_checkpoint(a.checkpoint))
+    model.set_precision(a.precision)
+    log.info("encoder computes in %s", str(model.precision).removeprefix("torch."))
     from ..jscc.finetune import transmitter_fingerprint
 
     fp = transmitter_fingerprint(doc)

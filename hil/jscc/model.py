@@ -34,6 +34,7 @@ c = 16 for 1/6, c = 8 for 1/12.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -122,6 +123,48 @@ def power_normalize(z: Tensor) -> Tensor:
     return z / torch.sqrt(p.clamp_min(1e-12)).to(z.dtype)
 
 
+# inference precision: "auto" takes bfloat16 where the CPU has native bfloat16 arithmetic
+PRECISIONS = ("auto", "float32", "bfloat16")
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX): there autocast to
+    bfloat16 runs the convolutions 2-3x faster than float32 (``python scripts/bench_link.py
+    --only precision``); elsewhere it is emulated and slower."""
+    cpu = getattr(torch, "cpu", None)
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        f = getattr(cpu, probe, None)
+        if f is not None and f():
+            return True
+    return False
+
+
+def resolve_precision(name: str) -> torch.dtype:
+    """A precision's name ("auto", "float32" or "bfloat16") -> the dtype the encoder's and
+    decoder's convolutions compute in (``JsccModel.set_precision``); "auto" is bfloat16 on a CPU with native
+    bfloat16, else float32."""
+    if name not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {name!r}")
+    if name == "auto":
+        return torch.bfloat16 if native_bfloat16() else torch.float32
+    return getattr(torch, name)
+
+
+def _compute(module: nn.Module, x: Tensor) -> contextlib.AbstractContextManager:
+    """The context a network trunk runs in: nothing at float32, else autocast to the
+    module's ``compute_dtype`` (inputs, weights and outputs of the convolutions and linear
+    layers in it; their sums accumulate in float32)."""
+    dt = getattr(module, "compute_dtype", torch.float32)
+    if dt == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(x.device.type, dtype=dt)
+
+
+def _widen(t: Tensor) -> Tensor:
+    """A trunk's output back to float32 where it ran in bfloat16 (any other dtype kept)."""
+    return t.float() if t.dtype == torch.bfloat16 else t
+
+
 def _conv(cin, cout, stride):
     return nn.Conv2d(cin, cout, 5, stride=stride, padding=2)
 
@@ -147,7 +190,9 @@ class BdEncoder(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x: [B, 3, H, W] float32 in [0, 1] (H, W divisible by 4) -> [B, k] complex64,
         k = c/2 * H/4 * W/4, unit mean power per row."""
-        z = self.net(x - 0.5)  # [B, c, H/4, W/4]
+        with _compute(self, x):
+            z = self.net(x - 0.5)  # [B, c, H/4, W/4]
+        z = _widen(z)
         b = z.shape[0]
         z = z.reshape(b, 2, -1)  # first half of the channels -> I, second half -> Q
         return power_normalize(torch.complex(z[:, 0], z[:, 1]))
@@ -203,11 +248,13 @@ class BdDecoder(nn.Module):
         float32 in [0, 1]."""
         z = _symbols_to_planes(symbols, self.cfg, shape, symbol_gain)
         f = z
-        for i, blk in enumerate(self.blocks):
-            f = blk(f)
-            if self.af is not None:
-                f = self.af[i](f, snr_db.to(f.dtype))
-        return torch.sigmoid(self.out(f))
+        with _compute(self, z):
+            for i, blk in enumerate(self.blocks):
+                f = blk(f)
+                if self.af is not None:
+                    f = self.af[i](f, snr_db.to(f.dtype))
+            f = self.out(f)
+        return torch.sigmoid(_widen(f))
 
 
 def _symbols_to_planes(
@@ -283,8 +330,10 @@ class ResGdnEncoder(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """x: [B, 3, H, W] float32 in [0, 1] (H, W divisible by 4) -> [B, k] complex64,
         k = c/2 * H/4 * W/4, unit mean power per row."""
-        z = self.net(x - 0.5)  # [B, c, H/4, W/4]
-        z = z.reshape(z.shape[0], 2, -1)  # first half of the channels -> I, second half -> Q
+        with _compute(self, x):
+            z = self.net(x - 0.5)  # [B, c, H/4, W/4]
+        # first half of the channels -> I, second half -> Q
+        z = _widen(z).reshape(z.shape[0], 2, -1)
         return power_normalize(torch.complex(z[:, 0], z[:, 1]))
 
 
@@ -321,16 +370,19 @@ class ResGdnDecoder(nn.Module):
         """symbols: [B, k] complex64; snr_db: [B] real (cast to float32); shape: (3, H, W);
         symbol_gain: [B, k] real, linear (needed with ``use_symbol_gain``) -> [B, 3, H, W]
         float32 in [0, 1]."""
-        f = self.head(_symbols_to_planes(symbols, self.cfg, shape, symbol_gain))
-        snr = snr_db.to(f.dtype)
-        stages = [*self.blocks, self.up1, self.fine]
-        if self.af is not None:
-            f = self.af[0](f, snr)
-        for i, stage in enumerate(stages):
-            f = stage(f)
+        z = _symbols_to_planes(symbols, self.cfg, shape, symbol_gain)
+        snr = snr_db.to(z.dtype)
+        with _compute(self, z):
+            f = self.head(z)
+            stages = [*self.blocks, self.up1, self.fine]
             if self.af is not None:
-                f = self.af[i + 1](f, snr)
-        return torch.sigmoid(self.up2(f))
+                f = self.af[0](f, snr)
+            for i, stage in enumerate(stages):
+                f = stage(f)
+                if self.af is not None:
+                    f = self.af[i + 1](f, snr)
+            f = self.up2(f)
+        return torch.sigmoid(_widen(f))
 
 
 # arch name -> (encoder class, decoder class); JsccConfig.arch picks one
@@ -377,6 +429,26 @@ class JsccModel(nn.Module):
             if symbol_gain is not None:
                 symbol_gain = symbol_gain.clamp(max=10 ** (hi / 10))
         return self.decoder(symbols, snr_db, shape, symbol_gain)
+
+    @property
+    def precision(self) -> torch.dtype:
+        """The dtype the encoder's and decoder's networks compute in (float32 unless
+        ``set_precision`` chose otherwise). Inputs and outputs keep their dtypes either way;
+        the parameters stay float32, so training, checkpoints and fingerprints do not change."""
+        return getattr(self.encoder, "compute_dtype", torch.float32)
+
+    def set_precision(self, precision: str | torch.dtype) -> JsccModel:
+        """Compute in ``precision``: a name of ``PRECISIONS`` or torch.float32 /
+        torch.bfloat16. bfloat16 is for inference on a CPU that has it
+        (``native_bfloat16``): 2-3x the images/s there, 0.0x dB of PSNR (``python
+        scripts/bench_link.py --only precision`` prints both). Returns the model."""
+        if isinstance(precision, str):
+            precision = resolve_precision(precision)
+        if precision not in (torch.float32, torch.bfloat16):
+            raise ValueError(f"precision must be torch.float32 or torch.bfloat16, got {precision}")
+        self.encoder.compute_dtype = precision
+        self.decoder.compute_dtype = precision
+        return self
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
