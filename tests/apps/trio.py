@@ -27,16 +27,19 @@ def run_trio(
     results = {}
     radio_argv = [*radio_args, "--tx", ep_tx, "--rx", ep_rx, *radio_extra]
     rx_argv = ["--radio", ep_rx, "--control", ep_ctrl, "--count", str(count)]
-    rx_argv += ["--summary", str(summary), *rx_extra]
+    # as hil link does: tx sends once rx has samples (its sockets bound), so the manifest's
+    # image entries reach rx before the frames they describe (without it a fast rx could put
+    # a photograph together before tx's control socket had connected, and not score it)
+    ready = tmp_path / "rx.ready"
+    rx_argv += ["--summary", str(summary), "--ready-file", str(ready), *rx_extra]
     if idle_timeout is not None:
         rx_argv += ["--idle-timeout", idle_timeout]
     t_radio = threading.Thread(target=lambda: results.__setitem__("radio", radio.main(radio_argv)))
     t_rx = threading.Thread(target=lambda: results.__setitem__("rx", rx.main(rx_argv)))
     t_radio.start()
     t_rx.start()
-    results["tx"] = tx.main(
-        ["--radio", ep_tx, "--control", ep_ctrl, "--count", str(count), *tx_extra]
-    )
+    tx_argv = ["--radio", ep_tx, "--control", ep_ctrl, "--count", str(count)]
+    results["tx"] = tx.main([*tx_argv, "--start-file", str(ready), *tx_extra])
     t_rx.join(join_s)
     t_radio.join(join_s)
     assert not t_rx.is_alive() and not t_radio.is_alive()
