@@ -17,7 +17,7 @@ import time
 import torch
 
 from hil.channel import ChannelChain, profile
-from hil.jscc.model import JsccConfig, JsccModel
+from hil.jscc.model import JsccConfig, JsccModel, native_bfloat16
 from hil.jscc.pipeline import JsccLink
 from hil.phy import OfdmConfig
 
@@ -25,9 +25,9 @@ RESGDN = JsccConfig(arch="resgdn", hidden=48, res_blocks=2, use_symbol_gain=True
 
 
 def measure(cfg: JsccConfig, batch: int, steps: int, *, surrogate=False, channels_last=False,
-            compile_model=False, phy_off=False) -> float:  # fmt: skip
+            compile_model=False, phy_off=False, precision="float32") -> float:  # fmt: skip
     torch.manual_seed(0)
-    m = JsccModel(cfg)
+    m = JsccModel(cfg).set_precision(precision)
     link = JsccLink(
         m, OfdmConfig(), ChannelChain.from_tables(profile("multipath_cfo", OfdmConfig().sample_rate_hz)),
         through_phy=not phy_off,
@@ -79,12 +79,20 @@ def main(argv=None):
         ("resgdn, batch 128, PHY", RESGDN, 128, {}),
         ("resgdn, batch 64, channels_last", RESGDN, 64, {"channels_last": True}),
         ("resgdn, batch 64, surrogate", RESGDN, 64, {"surrogate": True}),
+        ("resgdn, batch 64, PHY, bfloat16 autocast", RESGDN, 64, {"precision": "bfloat16"}),
+        (
+            "resgdn, batch 64, surrogate, bfloat16 autocast",
+            RESGDN,
+            64,
+            {"surrogate": True, "precision": "bfloat16"},
+        ),
         ("resgdn, batch 64, no PHY (bare symbols + AWGN)", RESGDN, 64, {"phy_off": True}),
     ]
     if a.compile:
         rows.append(("resgdn, batch 64, torch.compile", RESGDN, 64, {"compile_model": True}))
     print(
-        f"torch {torch.__version__}, {a.threads} thread(s); parameters: bdjscc h32 "
+        f"torch {torch.__version__}, {a.threads} thread(s), native bfloat16: "
+        f"{native_bfloat16()}; parameters: bdjscc h32 "
         f"{m_ref.n_parameters():,}, resgdn h48 rb2 {m_new.n_parameters():,}\n"
     )
     print("| configuration | images/s | vs reference |")
