@@ -138,7 +138,7 @@ def test_frames_delivered_at_and_below_0_db(snr_db, least, rng):
 
 
 def test_header_list_is_checked():
-    assert FrameReceiver(CFG).header_list == 16
+    assert FrameReceiver(CFG).header_list == 64
     assert FrameReceiver(CFG, header_list=1).header_list == 1
     for bad in (0, 65):
         with pytest.raises(ValueError, match="header_list"):
