@@ -370,6 +370,7 @@ def whole(repeat: int = 8, rounds: int = 5):
     from hil.jscc.decoders import JsccDecoder
     from hil.jscc.images import read_image
     from hil.jscc.metrics import psnr
+    from hil.jscc.model import native_bfloat16
     from hil.phy import MAX_PAYLOAD, FrameBuilder, FrameReceiver, Header, to_full_scale
     from hil.phy.header import SCHEME_JSCC_TILED
 
@@ -380,52 +381,71 @@ def whole(repeat: int = 8, rounds: int = 5):
     fb = FrameBuilder(phy)
     fp = bytes.fromhex(doc["fingerprint"])
     chain = ChannelChain.from_tables(list(profile("multipath_cfo", phy.sample_rate_hz)))
-    t = {"encode": [], "receive": [], "decode": []}
+    precisions = ["float32", "bfloat16"]
+    t = {(k, p): [] for k in ("encode", "receive", "decode") for p in precisions}
+    quality = {}
     for r in range(rounds):
-        t0 = time.perf_counter()
-        s = encode_whole(model, [im], "tiles")[0]
-        chunks = [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
-        bursts = []
-        for ci, c in enumerate(chunks):
-            h = Header(ci, 0, fp, len(c), (3, *im.size), ci, len(chunks), SCHEME_JSCC_TILED)
-            f, _ = to_full_scale(fb.build_numpy(c, h), -12.0)
-            bursts.append(np.concatenate([f, np.zeros(400, np.complex64)]))
-        tx = np.concatenate([np.zeros(2000, np.complex64), *bursts, np.zeros(20000, np.complex64)])
-        t["encode"].append(time.perf_counter() - t0)
-        with torch.inference_mode():  # the air, not timed: its time is the airtime
-            g = torch.Generator().manual_seed(r)
-            y = chain(torch.from_numpy(tx)[None], torch.tensor([20.0]), generator=g).y[0].numpy()
-        air = sum(len(b) for b in bursts) / phy.sample_rate_hz
-        t0 = time.perf_counter()
-        fr, events = FrameReceiver(phy), []
-        for i in range(0, len(y), 16384):  # as the radio delivers it
-            events.extend(e for e in fr.push(y[i : i + 16384]) if e.status == "ok")
-        t["receive"].append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        (d,) = JsccDecoder(model).decode(events)
-        t["decode"].append(time.perf_counter() - t0)
-        quality = float(psnr(d.image[None], im.as_float()[None]))
+        for prec in precisions:
+            model.set_precision(prec)
+            t0 = time.perf_counter()
+            s = encode_whole(model, [im], "tiles")[0]
+            chunks = [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
+            bursts = []
+            for ci, c in enumerate(chunks):
+                h = Header(ci, 0, fp, len(c), (3, *im.size), ci, len(chunks), SCHEME_JSCC_TILED)
+                f, _ = to_full_scale(fb.build_numpy(c, h), -12.0)
+                bursts.append(np.concatenate([f, np.zeros(400, np.complex64)]))
+            tx = np.concatenate(
+                [np.zeros(2000, np.complex64), *bursts, np.zeros(20000, np.complex64)]
+            )
+            t["encode", prec].append(time.perf_counter() - t0)
+            with torch.inference_mode():  # the air, not timed: its time is the airtime
+                g = torch.Generator().manual_seed(r)
+                y = chain(torch.from_numpy(tx)[None], torch.tensor([20.0]), generator=g).y[0]
+            air = sum(len(b) for b in bursts) / phy.sample_rate_hz
+            t0 = time.perf_counter()
+            fr, events = FrameReceiver(phy), []
+            y = y.numpy()
+            for i in range(0, len(y), 16384):  # as the radio delivers it
+                events.extend(e for e in fr.push(y[i : i + 16384]) if e.status == "ok")
+            t["receive", prec].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            (d,) = JsccDecoder(model).decode(events)
+            t["decode", prec].append(time.perf_counter() - t0)
+            quality[prec] = float(psnr(d.image[None], im.as_float()[None]))
     m = {k: float(np.median(v)) for k, v in t.items()}
-    latency = m["encode"] + max(air, m["receive"]) + m["decode"]
+    latency = {p: m["encode", p] + max(air, m["receive", p]) + m["decode", p] for p in precisions}
     print(
         f"\n## A 512x768 photograph end to end ({photo.name}, k/n "
         f"{model.cfg.bandwidth_ratio}, 32x32 tiles: {len(s)} symbols in {len(chunks)} frames, "
-        f"{phy.sample_rate_hz / 1e6:g} MSps, multipath_cfo at 20 dB; median of {rounds})\n"
+        f"{phy.sample_rate_hz / 1e6:g} MSps, multipath_cfo at 20 dB; median of {rounds}; the "
+        f"JSCC networks in float32 and in bfloat16 (this CPU's native bfloat16: "
+        f"{native_bfloat16()}), alternating)\n"
     )
-    print("| stage | time (ms) |")
-    print("| --- | --- |")
-    print(f"| encode and frame (tx) | {m['encode'] * 1e3:.0f} |")
-    print(f"| airtime | {air * 1e3:.0f} |")
-    print(f"| receive: detect, sync, equalise the stream (rx) | {m['receive'] * 1e3:.0f} |")
-    print(f"| decode (rx) | {m['decode'] * 1e3:.0f} |")
+    print("| stage | float32 (ms) | bfloat16 (ms) | float32 / bfloat16 |")
+    print("| --- | --- | --- | --- |")
+    rows = [
+        ("encode and frame (tx)", "encode"),
+        ("receive: detect, sync, equalise the stream (rx)", "receive"),
+        ("decode (rx)", "decode"),
+    ]
+    for name, k in rows:
+        a32, a16 = m[k, "float32"], m[k, "bfloat16"]
+        print(f"| {name} | {a32 * 1e3:.0f} | {a16 * 1e3:.0f} | {a32 / a16:.2f}x |")
+    print(f"| airtime | {air * 1e3:.0f} | {air * 1e3:.0f} | |")
+    l32, l16 = latency["float32"], latency["bfloat16"]
     print(
-        f"| end to end: encode + max(airtime, receive) + decode | {latency * 1e3:.0f} "
-        f"(airtime + {(latency - air) * 1e3:.0f}; goal airtime + 100) |"
+        f"| end to end: encode + max(airtime, receive) + decode (goal airtime + 100) | "
+        f"{l32 * 1e3:.0f} (airtime + {(l32 - air) * 1e3:.0f}) | {l16 * 1e3:.0f} (airtime + "
+        f"{(l16 - air) * 1e3:.0f}) | {l32 / l16:.2f}x |"
     )
-    print(
-        f"\nPSNR {quality:.2f} dB. One process doing all three in turn: "
-        f"{1 / sum(m.values()):.2f} photographs/s; airtime alone allows {1 / air:.2f}/s."
-    )
+    print(f"| PSNR (dB) | {quality['float32']:.2f} | {quality['bfloat16']:.2f} | |")
+    for p in precisions:
+        busy = m["encode", p] + m["receive", p] + m["decode", p]
+        print(
+            f"\n{p}: one process doing all three in turn: {1 / busy:.2f} photographs/s; "
+            f"airtime alone allows {1 / air:.2f}/s."
+        )
     s = _link(
         [
             *("--profile", str(PROFILE), "--image", str(photo), "--repeat", str(repeat)),
@@ -440,7 +460,8 @@ def whole(repeat: int = 8, rounds: int = 5):
         f"{c['decoded']}/{c['sent']} frames decoded, {s['receiver']['lost_samples']} samples "
         f"lost, real-time factor {air_l / max(busy, 1e-9):.2f}x, "
         f"{repeat * c['decoded'] / max(c['sent'], 1) / max(busy, 1e-9):.2f} photographs/s "
-        f"received, mean PSNR {s['psnr_db_mean'] or float('nan'):.2f} dB."
+        f"received, mean PSNR {s['psnr_db_mean'] or float('nan'):.2f} dB (networks in "
+        f"{s.get('precision')}, hil link's default --precision auto)."
     )
 
 
