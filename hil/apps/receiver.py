@@ -90,6 +90,9 @@ class Receiver:
         self.refs = refs  # item id -> reference image [3, H, W]
         self.whole_refs = whole_refs or {}  # content id -> a whole photograph [3, H, W]
         self.item_images: dict[int, dict] = {}  # item id -> the manifest's image entry
+        # photographs put together before the manifest named them (its control socket can
+        # connect after the first frames arrive): scored when their entry comes, or at the end
+        self.unnamed: list[Decoded] = []
         self.log = log
         self.fr = FrameReceiver(phy, fingerprint=fingerprint)
         self.fr_base: int | None = None  # device sample index of the FrameReceiver's sample 0
@@ -131,6 +134,10 @@ class Receiver:
                 self.log.warning("malformed image entry in the manifest: %r", m)
             else:
                 self.item_images[m["item_id"]] = entry
+                named = [d for d in self.unnamed if d.first.header.item_id == m["item_id"]]
+                for d in named:
+                    self.unnamed.remove(d)
+                    self._emit(d)
         elif kind == "done":
             self.acc.done = True
         elif kind == "truth" and self.writer is not None and isinstance(m.get("msg_seq"), int):
@@ -296,12 +303,36 @@ class Receiver:
         return None
 
     def finish(self) -> None:
-        """The end of the stream: images still waiting for frames are decoded, concealed."""
+        """The end of the stream: images still waiting for frames are decoded, concealed; the
+        ones no manifest entry named are reported without a reference."""
         if self.decoders is not None:
             for d in self.decoders.flush():
                 self._decoded(d)
+        for d in self.unnamed:
+            self._emit(d)
+        self.unnamed = []
+
+    # at most this many photographs wait for their manifest entry (a transmitter that sends
+    # none, e.g. a GNU Radio flowgraph, must not hold every picture back to the end)
+    MAX_UNNAMED = 8
 
     def _decoded(self, d: Decoded) -> None:
+        """A finished image: reported now, or held until the manifest names it, when the
+        receiver has photographs to score against and nothing else gives its reference."""
+        h = d.first.header
+        if (
+            self.whole_refs
+            and h.item_id not in self.item_images
+            and self.reference(h.item_id, d.image.shape) is None
+        ):
+            self.unnamed.append(d)
+            while len(self.unnamed) > self.MAX_UNNAMED:
+                self._emit(self.unnamed.pop(0))
+            return
+        self._emit(d)
+
+    def _emit(self, d: Decoded) -> None:
+        """Account, score (where the reference is known), record and show one image."""
         first, img = d.first, d.image
         h = first.header
         rec = {
