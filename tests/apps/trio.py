@@ -19,9 +19,12 @@ def run_trio(
     radio_args=("--profile", CLEAN),
     idle_timeout="60",
     join_s=120,
+    wait_for_rx=True,
 ):
     """-> ({process: exit code}, the receiver's summary). ``radio_args`` picks the backend
-    (default: the clean sim profile); ``idle_timeout`` None keeps rx's own default."""
+    (default: the clean sim profile); ``idle_timeout`` None keeps rx's own default;
+    ``wait_for_rx`` False lets tx send as soon as it is up (a device that fails after a fixed
+    number of buffers must see frames before rx is ready)."""
     ep_tx, ep_rx, ep_ctrl = free_tcp_endpoints(3)
     summary = tmp_path / "s.json"
     results = {}
@@ -39,7 +42,9 @@ def run_trio(
     t_radio.start()
     t_rx.start()
     tx_argv = ["--radio", ep_tx, "--control", ep_ctrl, "--count", str(count)]
-    results["tx"] = tx.main([*tx_argv, "--start-file", str(ready), *tx_extra])
+    if wait_for_rx:
+        tx_argv += ["--start-file", str(ready)]
+    results["tx"] = tx.main([*tx_argv, *tx_extra])
     t_rx.join(join_s)
     t_radio.join(join_s)
     assert not t_rx.is_alive() and not t_radio.is_alive()
