@@ -34,7 +34,14 @@ def _train(args) -> int:
         if args.dataset is not None:
             d["train"]["dataset"] = args.dataset
         cfg = ExperimentConfig.from_dict(d)
-    doc = train(cfg, args.out, resume=args.resume, progress=not args.quiet, until=args.until)
+    doc = train(
+        cfg,
+        args.out,
+        resume=args.resume,
+        progress=not args.quiet,
+        until=args.until,
+        init=args.init,
+    )
     if doc:
         last = doc["history"][-1] if doc["history"] else {}
         print(
@@ -123,6 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", required=True, help="checkpoint stem: writes <out>.safetensors and <out>.json"
     )
     d.add_argument("--resume", help="checkpoint to resume from")
+    d.add_argument(
+        "--init",
+        help="start from this checkpoint's weights at step 0 with a fresh optimizer (fine-tune "
+        "a trained model, e.g. on another channel); not with --resume",
+    )
     d.add_argument("--steps", type=int, help="override train.steps")
     d.add_argument(
         "--until", type=int, help="stop after this step (checkpointed); continue with --resume"

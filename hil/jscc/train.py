@@ -276,12 +276,18 @@ def train(
     resume: str | os.PathLike | None = None,
     progress: bool = True,
     until: int | None = None,
+    init: str | os.PathLike | None = None,
 ) -> dict:
     """Train and write checkpoints to ``out`` (a checkpoint stem). Returns the final JSON document.
 
     ``until`` stops this run after that step (with a checkpoint), to be continued
-    later with ``resume``; the schedule still runs to ``train.steps``.
+    later with ``resume``; the schedule still runs to ``train.steps``. ``init`` starts from
+    another checkpoint's weights (same model configuration and PHY) at step 0, with a fresh
+    optimizer and this config's schedule and channel: fine-tuning a trained model, e.g. on a
+    channel it was not trained for; its provenance records the checkpoint's fingerprint.
     """
+    if init is not None and resume is not None:
+        raise ValueError("give resume (continue a run) or init (start from weights), not both")
     tc = cfg.train
     dist = _dist()
     rank = dist.get_rank() if dist else 0
@@ -315,6 +321,16 @@ def train(
             data_gen.set_state(extra[f"rng.data.{rank}"])
         if f"rng.chan.{rank}" in extra and device.type == "cpu":
             chan_gen.set_state(extra[f"rng.chan.{rank}"])
+    init_meta = doc.get("init") if resume is not None else None
+    if init is not None:
+        start_model, _, init_doc, _ = load_checkpoint(init, expect_phy=cfg.phy)
+        if start_model.cfg != cfg.model:
+            raise ValueError(
+                f"cannot start from {init}: its model {start_model.cfg} differs from the "
+                f"config's {cfg.model}"
+            )
+        model.load_state_dict(start_model.state_dict())
+        init_meta = {"checkpoint": str(init), "fingerprint": init_doc["fingerprint"]}
     model.to(device).train()
     model.set_precision(tc.precision)
     link = JsccLink(
@@ -352,6 +368,7 @@ def train(
             "train_images": images,  # images seen by all runs
             "images_per_second": run_images / max(run_seconds, 1e-9),  # this run's
             "device": str(device),
+            "init": init_meta,  # the weights the run started from, when not its own
             "world_size": world,
             "torch": torch.__version__,
         }

@@ -187,3 +187,28 @@ def test_bfloat16_training_improves_psnr_and_keeps_float32_weights(tiny_cfg, tmp
     d["train"]["precision"] = "float16"
     with pytest.raises(ValueError, match=r"train\.precision"):
         ExperimentConfig.from_dict(d)
+
+
+def test_init_starts_from_another_checkpoints_weights(tiny_cfg, tmp_path):
+    """init: the weights of a trained checkpoint at step 0 with this config's schedule and
+    channel (fine-tuning); provenance kept across a resume; refused with resume or for
+    another model."""
+    train(tiny_cfg, tmp_path / "a", progress=False)
+    d = tiny_cfg.to_dict()
+    d["train"]["lr"] = d["train"]["lr_final"] = 1e-12  # steps that barely move the weights
+    d["channel"]["stages"] = [{"kind": "awgn"}]  # another channel
+    cfg = ExperimentConfig.from_dict(d)
+    doc = train(cfg, tmp_path / "b", progress=False, init=tmp_path / "a", until=2)
+    a_doc = json.loads((tmp_path / "a.json").read_text())
+    assert doc["step"] == 2 and doc["init"]["fingerprint"] == a_doc["fingerprint"]
+    wa, wb = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-6) for k in wa)
+    fresh = _init(cfg).state_dict()
+    assert any(not torch.allclose(wb["model." + k], v, atol=1e-3) for k, v in fresh.items())
+    doc = train(cfg, tmp_path / "b", progress=False, resume=tmp_path / "b")
+    assert doc["step"] == cfg.train.steps and doc["init"]["fingerprint"] == a_doc["fingerprint"]
+    with pytest.raises(ValueError, match="not both"):
+        train(cfg, tmp_path / "c", progress=False, init=tmp_path / "a", resume=tmp_path / "b")
+    d["model"]["hidden"] = 12
+    with pytest.raises(ValueError, match="cannot start from"):
+        train(ExperimentConfig.from_dict(d), tmp_path / "c", progress=False, init=tmp_path / "a")
