@@ -124,7 +124,7 @@ def add_precision_arg(p) -> None:
         choices=["auto", "float32", "bfloat16"],  # hil.jscc.model.PRECISIONS (a test checks)
         default="auto",
         help="JSCC network arithmetic: bfloat16 is 2-3x faster on a CPU with native bfloat16 "
-        "(AVX512-BF16, AMX) at 0.0x dB of PSNR; auto (default) takes it there, float32 elsewhere",
+        "(AVX512-BF16, AMX) within 0.03 dB of PSNR; auto (default) takes it there, float32 elsewhere",
     )
 
 

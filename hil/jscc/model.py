@@ -130,7 +130,7 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 def native_bfloat16() -> bool:
     """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX): there autocast to
     bfloat16 runs the convolutions 2-3x faster than float32 (``python scripts/bench_link.py
-    --only precision``); elsewhere it is emulated and slower."""
+    --only whole`` times both); elsewhere it is emulated and slower."""
     cpu = getattr(torch, "cpu", None)
     for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
         f = getattr(cpu, probe, None)
@@ -440,8 +440,8 @@ class JsccModel(nn.Module):
     def set_precision(self, precision: str | torch.dtype) -> JsccModel:
         """Compute in ``precision``: a name of ``PRECISIONS`` or torch.float32 /
         torch.bfloat16. bfloat16 is for inference on a CPU that has it
-        (``native_bfloat16``): 2-3x the images/s there, 0.0x dB of PSNR (``python
-        scripts/bench_link.py --only precision`` prints both). Returns the model."""
+        (``native_bfloat16``): 2-3x the images/s there, within 0.03 dB of PSNR (``hil eval
+        --precision``, ``python scripts/bench_link.py --only whole``). Returns the model."""
         if isinstance(precision, str):
             precision = resolve_precision(precision)
         if precision not in (torch.float32, torch.bfloat16):
