@@ -6,6 +6,7 @@ import torch
 
 from hil.channel import ChannelChain
 from hil.phy import FrameBuilder, OfdmConfig, OfdmReceiver
+from hil.phy.receive import ChannelEstimate
 
 CFG = OfdmConfig()
 SMALL = OfdmConfig(header_symbols=1)  # cheap gradchecks: header size is irrelevant to the maths
@@ -245,6 +246,16 @@ def test_equalize_refuses_an_estimate_of_other_frames(gen):
         rx.estimate(x.real)
     with pytest.raises(ValueError, match=str(CFG.lts_len)):
         rx.estimate(x[:, CFG.sts_len : CFG.sts_len + 10])
+    # either part of the estimate of other frames is refused: the channel's or the noise's
+    one = est.rows([0])
+    for bad in (
+        ChannelEstimate(est.cfo_norm, one.h, est.n0, est.snr_db),
+        ChannelEstimate(est.cfo_norm, est.h, one.n0, est.snr_db),
+    ):
+        with pytest.raises(ValueError, match="for 2 frames"):
+            rx.equalize(x[:, CFG.sts_len :], bad, 48)
+    with pytest.raises(ValueError, match=r"^cat needs at least one estimate$"):
+        ChannelEstimate.cat([])
 
 
 def test_decided_header_symbols_sharpen_the_channel_estimate(gen):
