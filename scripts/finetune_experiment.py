@@ -259,7 +259,7 @@ def main(argv=None) -> int:
         else:
             gain = m["psnr_db"] - r["before"]
             got = last["psnr_db"] - r["before"] if last else None
-            share = f"{100 * got / gain:.0f} %" if got is not None and gain > 0.05 else "-"
+            share = f"{100 * got / gain:.0f} %" if got is not None and gain >= 0.1 else "-"
             matched = (
                 f" {m['psnr_db']:.2f} ({gain:+.2f}; {m['steps']} steps, "
                 f"{m['held_out_frames']} frames) | {share} |"
@@ -281,8 +281,8 @@ def main(argv=None) -> int:
         "recording's frames of the test photographs that the receiver found. Whole model "
         "fine-tuned: encoder and decoder from the shipped weights, trained through the PHY on "
         "the channel's training-chain form (MATCHED), scored on a held-out link it sent and "
-        "received itself; the share is decoder fine-tuning's gain over that gain (-: no gain "
-        "to share)."
+        "received itself; the share is decoder fine-tuning's gain over that gain (-: under "
+        "0.1 dB to share, within these figures' spread)."
     )
     return 0
 
