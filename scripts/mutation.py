@@ -155,24 +155,29 @@ EQUIVALENT: dict[str, str] = {
         "0/1 inputs the function takes (only values such as 256 would differ)"
     ),
     # hil/phy/sync.py
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_61": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_1": (
+        "sc_metric's default 1.0 instead of 0.0: both lie outside [strong_sc, WEAK_SC_MAX) "
+        "(strong_sc >= threshold > 0, WEAK_SC_MAX = 0.8), so a caller that gives no metric "
+        "gets the strong long-training gate either way"
+    ),
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_62": (
         "the coarse derotation's phase origin moved: a constant phase on the whole segment, "
         "which neither the correlation magnitudes nor the fine CFO (a phase difference) see"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_69": "np.correlate's mode defaults to 'valid'",
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_147": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_70": "np.correlate's mode defaults to 'valid'",
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_154": (
         "j <= scored: j = i + n with i inside the window is at most scored - 1, and j = i - n "
         "is smaller still"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_149": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_156": (
         "ext < j instead of ext <= j: j = ext lies in the window, whose maximum is i, so "
         "rho[j] > rho[i] is false either way"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_151": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_158": (
         "ext <= j < ext - lags is empty, so lags inside the window are considered too; but the "
         "window's maximum is i, so none of them scores higher"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_152": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_159": (
         "rho[j] >= rho[i]: moves on an exact tie between two lags a period apart, where "
         "neither is more likely"
     ),

@@ -435,6 +435,7 @@ def test_weak_gate_settings_are_checked():
     assert (StreamSync(CFG).strong_sc, StreamSync(CFG).weak_lts) == (0.15, 0.25)
     assert StreamSync(CFG, lts_threshold=0.2).weak_lts == 0.2
     assert StreamSync(CFG, threshold=0.3).strong_sc == 0.3
+    assert StreamSync(CFG, strong_sc=1.0).strong_sc == 1.0  # the metric's top: no weak gate above
     for kw in ({"strong_sc": 0.05}, {"strong_sc": 1.5}, {"weak_lts": 0.4}, {"weak_lts": -0.1}):
         with pytest.raises(ValueError, match="strong_sc"):
             StreamSync(CFG, **kw)
