@@ -2,11 +2,12 @@
 """Link figures: HIL gap vs the ideal differentiable channel, what full scale costs with and
 without the payload's scrambling, processing vs airtime, transport throughput vs raw pyzmq,
 the dashboard's cost (none, served, a page reading, a page stalled), a 512x768 photograph
-end to end.
+end to end, the receiver on a recorded whole-photograph link with and without skipping the
+costly header decoders for echoes (--only echoes).
 
 Usage:
     python scripts/bench_link.py                 # all six (several minutes)
-    python scripts/bench_link.py --only gap,fullscale,speed,transport,dashboard,whole --count 64
+    python scripts/bench_link.py --only gap,fullscale,speed,transport,dashboard,whole,echoes --count 64
 """
 
 from __future__ import annotations
@@ -465,6 +466,58 @@ def whole(repeat: int = 8, rounds: int = 5):
     )
 
 
+def echoes(repeat: int = 8, rounds: int = 2):
+    """The receiver on a recorded two-Pluto link of a whole photograph, with and without
+    skipping the costly header decoders for echoes inside frames read in the same pass."""
+    from hil.phy import stream
+
+    photo = _photo_512x768()
+    with tempfile.TemporaryDirectory() as d:
+        stem = Path(d) / "rec"
+        _link(["--profile", str(PROFILE), "--image", str(photo), "--repeat", str(repeat),
+               "--record", str(stem)])  # fmt: skip
+        code = (
+            "import sys, time, json\n"
+            "import hil.phy.stream as st\n"
+            "if sys.argv[1] == 'off':\n"
+            "    st.FrameReceiver._echoes = lambda self, todo, bits: set()\n"
+            "from hil.apps import rx\n"
+            "t = time.perf_counter()\n"
+            "rx.main(['--recording', sys.argv[2], '--image', sys.argv[3], '--summary', sys.argv[4]])\n"
+            "print(json.dumps({'seconds': time.perf_counter() - t}))\n"
+        )
+        res = {"off": [], "on": []}
+        for _ in range(rounds):
+            for mode in ("off", "on"):
+                summary = Path(d) / f"s_{mode}.json"
+                r = subprocess.run(
+                    [sys.executable, "-c", code, mode, str(stem), str(photo), str(summary)],
+                    capture_output=True, text=True, timeout=600,
+                )  # fmt: skip
+                if r.returncode != 0:
+                    raise RuntimeError(f"hil rx failed: {r.stderr[-2000:]}")
+                s = json.loads(summary.read_text())
+                res[mode].append(
+                    (json.loads(r.stdout.strip().splitlines()[-1])["seconds"], s["counts"])
+                )
+    print(
+        f"\n## Echoes in long frames: hil rx on a recorded link ({PROFILE.name}, {photo.name} "
+        f"{repeat} times, 41 frames each), the costly header decoders skipped for echoes or not "
+        f"(HEADER_LIST = {stream.HEADER_LIST}), by turns, {rounds} rounds\n"
+    )
+    print("| echo skip | hil rx (s), each round | frames decoded / sent |")
+    print("| --- | --- | --- |")
+    for mode, name in (("off", "off (the header of every detection decoded in full)"),
+                       ("on", "on (the default)")):  # fmt: skip
+        runs = res[mode]
+        c = runs[-1][1]
+        print(
+            f"| {name} | {' / '.join(f'{t:.1f}' for t, _ in runs)} | {c['decoded']} / {c['sent']} |"
+        )
+    off, on = (float(np.median([t for t, _ in res[m]])) for m in ("off", "on"))
+    print(f"\nmedian off / on: {off / on:.1f}x")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -485,6 +538,8 @@ def main(argv=None):
         dashboard(max(a.count, 256))
     if "whole" in only:
         whole()
+    if "echoes" in only:
+        echoes()
 
 
 if __name__ == "__main__":
