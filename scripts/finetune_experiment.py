@@ -78,19 +78,16 @@ def matched_model(out: Path, name: str, steps: int, threads: int) -> Path:
     """The shipped model fine-tuned end to end for ``steps`` on MATCHED[name] (reused when
     its checkpoint is there)."""
     from hil.apps.common import shipped_checkpoint
+    from hil.channel import profile
     from hil.jscc.train import ExperimentConfig, train
     from hil.phy import OfdmConfig
 
     d = ExperimentConfig.load(ROOT / "scripts/train_configs/shipped_k6.toml").to_dict()
     before, after = MATCHED[name]
     fs = OfdmConfig().sample_rate_hz
-    stages = [
-        *before,
-        {"kind": "multipath", "profile": "exponential", "n_taps": 8, "decay_samples": 2.0},
-        {"kind": "cfo", "max_cfo_hz": 3e3, "sample_rate_hz": fs},
-        *[dict(st, sample_rate_hz=fs) if st["kind"] == "phase_noise" else st for st in after],
-        {"kind": "awgn"},
-    ]
+    *fading, noise = profile("multipath_cfo", fs)  # multipath, cfo | awgn
+    after = [dict(st, sample_rate_hz=fs) if st["kind"] == "phase_noise" else st for st in after]
+    stages = [*before, *fading, *after, noise]
     d["channel"] = {"stages": stages, "snr_db": [0.0, 20.0]}
     d["train"].update(
         steps=steps, lr=2e-4, lr_final=2e-5, eval_every=steps, eval_tiles=256,
