@@ -217,13 +217,20 @@ def phy_vs_awgn(args):
 SURROGATE_CONFIG = ROOT / "scripts/train_configs/shipped_k6.toml"
 
 
+def _small_resgdn(steps: int) -> dict:
+    """The shipped config with a small model (hidden 24, one residual block), one thread and
+    one evaluation at the end: the setting of the surrogate and precision experiments."""
+    d = ExperimentConfig.load(SURROGATE_CONFIG).to_dict()
+    d["model"].update(hidden=24, res_blocks=1)
+    d["train"].update(steps=steps, eval_every=steps, eval_tiles=256, threads=1)
+    return d
+
+
 def surrogate(args):
     """A small resgdn model trained through the full PHY vs the same model trained through the
     per-subcarrier surrogate for 90 % of the steps and the PHY for the last 10 %, same seed and
     budget, both tested through the full PHY on held-out corpus tiles."""
-    d = ExperimentConfig.load(SURROGATE_CONFIG).to_dict()
-    d["model"].update(hidden=24, res_blocks=1)
-    d["train"].update(steps=args.steps, eval_every=args.steps, eval_tiles=256, threads=1)
+    d = _small_resgdn(args.steps)
     phy_cfg = ExperimentConfig.from_dict(copy.deepcopy(d))
     d["train"]["surrogate_until"] = int(0.9 * args.steps)
     sur_cfg = ExperimentConfig.from_dict(d)
@@ -265,9 +272,7 @@ def precision(args):
     """The surrogate experiment's small resgdn model trained through the PHY in float32 and in
     bfloat16 autocast (``train.precision``), same seed and budget, both tested in float32
     through the PHY on held-out corpus tiles: what the faster training costs."""
-    d = ExperimentConfig.load(SURROGATE_CONFIG).to_dict()
-    d["model"].update(hidden=24, res_blocks=1)
-    d["train"].update(steps=args.steps, eval_every=args.steps, eval_tiles=256, threads=1)
+    d = _small_resgdn(args.steps)
     runs = {}
     for prec in ("float32", "bfloat16"):
         d["train"]["precision"] = prec
