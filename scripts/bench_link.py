@@ -480,7 +480,7 @@ def echoes(repeat: int = 8, rounds: int = 2):
             "import sys, time, json\n"
             "import hil.phy.stream as st\n"
             "if sys.argv[1] == 'off':\n"
-            "    st.FrameReceiver._echoes = lambda self, todo, bits: set()\n"
+            "    st.FrameReceiver._echoes = lambda self, todo, bits, passed: set()\n"
             "from hil.apps import rx\n"
             "t = time.perf_counter()\n"
             "rx.main(['--recording', sys.argv[2], '--image', sys.argv[3], '--summary', sys.argv[4]])\n"

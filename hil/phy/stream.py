@@ -376,9 +376,10 @@ class FrameReceiver:
         # detector ran ahead of the header into its payload) is an echo, and the costly
         # decoders (the prior's tiers, the list, the re-reads: ~30 ms a header) skip it
         bits = viterbi_decode_batch(res.header_llr, c, 1, None)
-        echoes = self._echoes(todo, bits)
+        passed = [crc_ok(b) for b in bits]
+        echoes = self._echoes(todo, bits, passed)
         self.stats.echoes += len(echoes)
-        failed = [i for i in range(len(todo)) if not crc_ok(bits[i]) and i not in echoes]
+        failed = [i for i in range(len(todo)) if not passed[i] and i not in echoes]
         if failed and (self.header_list > 1 or self.prior is not None):
             bits[failed] = viterbi_decode_batch(
                 res.header_llr[failed], c, self.header_list, self.prior
@@ -428,14 +429,15 @@ class FrameReceiver:
                 q.row = rows[i]
         self.stats.seconds["header"] += time.perf_counter() - t0
 
-    def _echoes(self, todo: list, bits: np.ndarray) -> set[int]:
+    def _echoes(self, todo: list, bits: np.ndarray, passed: list[bool]) -> set[int]:
         """The rows of ``todo`` whose header failed and whose detection lies inside a frame
         already known (``_inside_known``) or one whose header passed in ``bits`` [B,
-        HEADER_BITS] uint8: the same extent ``_decode_headers`` then drops them for."""
+        HEADER_BITS] uint8 (``passed``: each row's CRC check): the same extent
+        ``_decode_headers`` then drops them for."""
         c = self.cfg
         spans = []
         for i, q in enumerate(todo):
-            if crc_ok(bits[i]):
+            if passed[i]:
                 try:
                     n = parse_header_bits(bits[i]).payload_len
                 except HeaderError:
@@ -446,7 +448,7 @@ class FrameReceiver:
         return {
             i
             for i, q in enumerate(todo)
-            if not crc_ok(bits[i])
+            if not passed[i]
             and (
                 self._inside_known(q.det) is not None
                 or any(lo <= q.det.frame_start < hi for lo, hi in spans)
