@@ -65,7 +65,7 @@ def run_eval(args) -> int:
         "channel": name,
         "dataset": f"{dataset} (test split)",
         "tiles": len(tiles),
-        "precision": str(model.precision).removeprefix("torch."),
+        "precision": model.precision_name,
         "results": [{"snr_db": s, **res[s]} for s in snrs],
     }
     if args.plot:

@@ -325,9 +325,7 @@ def _main(a) -> int:
         if metrics:
             metrics.close()
     summary = rx.summary()
-    summary["precision"] = (
-        str(decoders.model.precision).removeprefix("torch.") if decoders else None
-    )
+    summary["precision"] = decoders.model.precision_name if decoders else None
     summary.update(
         {
             "stream": src.stats_dict(),

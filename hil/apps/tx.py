@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = StopFlag()
     model, phy, doc, _ = load_checkpoint(resolve_checkpoint(a.checkpoint))
     model.set_precision(a.precision)
-    log.info("encoder computes in %s", str(model.precision).removeprefix("torch."))
+    log.info("encoder computes in %s", model.precision_name)
     from ..jscc.finetune import transmitter_fingerprint
 
     fp = transmitter_fingerprint(doc)

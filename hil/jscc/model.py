@@ -437,6 +437,11 @@ class JsccModel(nn.Module):
         the parameters stay float32, so training, checkpoints and fingerprints do not change."""
         return getattr(self.encoder, "compute_dtype", torch.float32)
 
+    @property
+    def precision_name(self) -> str:
+        """``precision`` as named in ``PRECISIONS`` ("float32" or "bfloat16")."""
+        return str(self.precision).removeprefix("torch.")
+
     def set_precision(self, precision: str | torch.dtype) -> JsccModel:
         """Compute in ``precision``: a name of ``PRECISIONS`` or torch.float32 /
         torch.bfloat16. bfloat16 is for inference on a CPU that has it

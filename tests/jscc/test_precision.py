@@ -33,7 +33,7 @@ def test_bfloat16_inference_is_close_to_float32(shipped, gen):
         s16, y16 = _run(model.set_precision("bfloat16"), x, snr)
     finally:
         model.set_precision("float32")
-    assert model.precision == torch.float32
+    assert model.precision == torch.float32 and model.precision_name == "float32"
     assert s16.dtype == torch.complex64 and y16.dtype == torch.float32
     torch.testing.assert_close((s16.abs() ** 2).mean(1), torch.ones(16), atol=1e-5, rtol=0)
     # it did compute in bfloat16 (not silently in float32) ...
