@@ -149,3 +149,32 @@ def test_conv_encode_walks_the_trellis_row_by_row_and_in_batches():
     np.testing.assert_array_equal(impulse, np.ravel(np.column_stack([a, b])))
     with pytest.raises(ValueError, match="bits must be"):
         conv_encode(np.zeros((1, 2, 3), np.uint8))
+
+
+@pytest.mark.parametrize("integer_llrs", [False, True])
+def test_compiled_decoders_match_the_numpy_reference(integer_llrs):
+    """The compiled kernels against the numpy search they replaced, bit for bit, with and
+    without known bits; integer LLRs make exact ties common, so the tie-breaking (the first
+    predecessor, the first list where paths are equal) is checked too."""
+    from tests.phy.viterbi_reference import list_viterbi_decode_numpy, viterbi_decode_numpy
+
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2, size=(6, 40)).astype(np.uint8)
+    llr = (1.0 - 2.0 * conv_encode(bits)) + rng.normal(scale=1.2, size=(6, 92))
+    if integer_llrs:
+        llr = np.round(llr * 2)
+    known = np.full((6, 40), -1)
+    known[:, :12] = bits[:, :12]
+    known[2, 20] = 1 - bits[2, 20]  # a wrong prior: paths must still follow it
+    for kn in (None, known, known[0]):
+        np.testing.assert_array_equal(viterbi_decode(llr, kn), viterbi_decode_numpy(llr, kn))
+        row = kn[3] if kn is not None and kn.ndim == 2 else kn
+        np.testing.assert_array_equal(
+            viterbi_decode(llr[3], row), viterbi_decode_numpy(llr[3], row)
+        )
+        for n_list in (1, 3, MAX_LIST):
+            got = list_viterbi_decode(llr, n_list, kn)
+            ref = list_viterbi_decode_numpy(llr, n_list, kn)
+            np.testing.assert_array_equal(got[1], ref[1])
+            reached = np.isfinite(ref[1])  # ranks no path reaches carry no bits
+            np.testing.assert_array_equal(got[0][reached], ref[0][reached])
