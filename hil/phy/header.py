@@ -36,8 +36,8 @@ BODY_LEN = struct.calcsize(_FMT)
 HEADER_LEN = BODY_LEN + 4
 HEADER_BITS = 8 * HEADER_LEN
 # Paths the list Viterbi decoder tries against the CRC when the best one fails it: about
-# 1 dB at 50 % header success (scripts/bench_phy.py --only header), ~15 ms per failed header
-# (16 paths: half that), and a false-accept probability of at most HEADER_LIST / 2^32 per
+# 1 dB at 50 % header success (scripts/bench_phy.py --only header), ~3.4 ms per list run
+# (linear in the paths), and a false-accept probability of at most HEADER_LIST / 2^32 per
 # failed header. 64 rather than 16: on the two-Pluto profile, frames at 0 dB of their own
 # read 97.0 % of their headers instead of 94.0 % (scripts/bench_phy.py --only detection)
 HEADER_LIST = 64
@@ -295,7 +295,7 @@ def decode_header_bits(
             if crc_ok(held[j]):
                 out[i] = held[j]
         failed = [i for i in failed if not crc_ok(out[i])]
-    # the list decoder (~5 ms a header) held to each tier, then without a prior: a last
+    # the list decoder (~3.4 ms a header at 64 paths) held to each tier, then without a prior: a last
     # header from another image makes the first tier wrong, and the static one still serves
     for known in (*tiers, None):
         failed = _list_decode(llr, out, failed, n_list, known)

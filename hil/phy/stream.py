@@ -374,7 +374,7 @@ class FrameReceiver:
         res = self._receive(dets, 0)
         # plain Viterbi first: a detection inside a frame whose header this pass reads (the
         # detector ran ahead of the header into its payload) is an echo, and the costly
-        # decoders (the prior's tiers, the list, the re-reads: ~30 ms a header) skip it
+        # decoders (the prior's tiers, the list, the re-reads: several list runs) skip it
         bits = viterbi_decode_batch(res.header_llr, c, 1, None)
         passed = [crc_ok(b) for b in bits]
         echoes = self._echoes(todo, bits, passed)
