@@ -103,3 +103,35 @@ def test_an_echo_in_a_payload_read_in_the_same_pass_skips_the_costly_decoders(mo
     assert [(e.status, e.header.seq) for e in events] == [("ok", 0)]
     assert fr.stats.echoes == 1 and fr.stats.reread == 0
     assert calls == [(2, 1, False)]  # one plain pass over both, nothing after it
+
+
+def test_push_runs_the_receive_path_on_its_own_thread_count_and_restores_the_process_s():
+    """The receive path's tensors are small: push runs it with FrameReceiver(threads=1) by
+    default and gives the process its own setting back, whatever happens inside."""
+    import torch
+
+    cfg = OfdmConfig()
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        seen = []
+        for threads, want in ((1, 1), (None, 2), (2, 2)):
+            fr = FrameReceiver(cfg, threads=threads)
+            fr._process = lambda: seen.append(torch.get_num_threads()) or []
+            assert fr.push(np.zeros(64, np.complex64)) == []
+            assert torch.get_num_threads() == 2 and seen[-1] == want
+        fr = FrameReceiver(cfg).after_gap()
+        assert fr.threads == 1
+
+        def boom():
+            raise RuntimeError("inside")
+
+        fr._process = boom
+        with pytest.raises(RuntimeError, match="inside"):
+            fr.push(np.zeros(64, np.complex64))
+        assert torch.get_num_threads() == 2
+        for bad in (0, -1):
+            with pytest.raises(ValueError, match="threads must be >= 1 or None"):
+                FrameReceiver(cfg, threads=bad)
+    finally:
+        torch.set_num_threads(before)
