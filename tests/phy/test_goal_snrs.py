@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from hil.channel import ChannelChain, profile
-from hil.phy import FrameBuilder, FrameReceiver, OfdmConfig
+from hil.phy import MAX_PAYLOAD, FrameBuilder, FrameReceiver, OfdmConfig
 
 from .helpers import FP, impair, make_frames, make_stream, run_receiver
 
@@ -93,3 +93,32 @@ def test_two_pluto_0_db_own_snr_delivers_95_percent():
     276, below the bound, so a 1 dB loss fails this test."""
     y, headers, starts = _two_pluto_at_own_snr(0.0, 150, 2, 33)
     assert _delivered(y, headers, starts, near=12) >= 285
+
+
+def test_long_frames_round_trip_through_the_two_pluto_impairments():
+    """Whole-image frames (MAX_PAYLOAD symbols, 60 OFDM symbols after the header) back to
+    back through the two-Pluto profile at 15 dB: every frame decoded, and the pilots hold
+    the CFO, phase noise and clock over the whole frame, so the last tenth of each payload is
+    equalised as well as the first (measured: 13.8-14.6 dB, first and last tenth within 0.6
+    dB of each other)."""
+    rng = np.random.default_rng(34)
+    fb = FrameBuilder(CFG)
+    frames, headers, payloads = make_frames(fb, rng, 4, k=MAX_PAYLOAD)
+    x, starts = make_stream(frames, rng, gap=(120, 121))
+    stages = [{"kind": "timing", "half_width": 8}, *profile("two_pluto", CFG.sample_rate_hz)]
+    y = ChannelChain.from_tables(stages)(
+        torch.from_numpy(x)[None],
+        snr_db=15.0,
+        generator=torch.Generator().manual_seed(34),
+        values={"timing": {"delay": 0.4}},
+    )
+    events = run_receiver(FrameReceiver(CFG, fingerprint=FP), y.y[0].numpy(), 1 << 14)
+    ok = [e for e in events if e.status == "ok"]
+    assert [e.header for e in ok] == headers
+    assert all(0 <= e.frame_start - s <= 12 for e, s in zip(ok, starts, strict=True))
+    tenth = MAX_PAYLOAD // 10
+    for e, s in zip(ok, payloads, strict=True):
+        err = np.abs(e.symbols - s) ** 2
+        first = -10 * np.log10(err[:tenth].mean())
+        last = -10 * np.log10(err[-tenth:].mean())
+        assert first > 10 and last > 10 and abs(first - last) < 1.5, (first, last)
