@@ -31,8 +31,11 @@ from hil.phy import (
     to_full_scale,
 )
 from hil.phy.coding import (
+    conv_encode,
+    list_viterbi_decode,
     repetition_decode,
     repetition_encode,
+    viterbi_decode,
 )
 from hil.phy.header import HEADER_LEN, HEADER_LIST, decode_header_bits, encode_header_bits
 from hil.phy.ofdm import demodulate
@@ -391,6 +394,28 @@ def header_codes(n: int, snrs, seed=3):
             f"| {snr:g} | {err['conv'] / n:.4f} | {err['list'] / n:.4f} | {err['rep'] / n:.4f} "
             f"| {wrong} |"
         )
+    _decoder_times(rng)
+
+
+def _decoder_times(rng, reps: int = 200) -> None:
+    """What one header costs each decoder (compiled kernels, one header per call: a
+    receiver's usual batch), the median of ``reps`` calls on one noisy header at 0 dB."""
+    bits = rng.integers(0, 2, (1, 8 * HEADER_LEN))
+    llr = 4 * ((1 - 2.0 * conv_encode(bits)) + rng.normal(size=(1, 2 * (8 * HEADER_LEN + 6))))
+    rows = []
+    for name, call in (
+        ("Viterbi", lambda: viterbi_decode(llr)),
+        (f"list Viterbi, {HEADER_LIST} paths", lambda: list_viterbi_decode(llr, HEADER_LIST)),
+        ("list Viterbi, 16 paths", lambda: list_viterbi_decode(llr, 16)),
+    ):
+        call()  # compiled, or loaded from the cache, on first use
+        t = []
+        for _ in range(reps if "list" not in name else reps // 10):
+            t0 = time.perf_counter()
+            call()
+            t.append(time.perf_counter() - t0)
+        rows.append(f"{name} {np.median(t) * 1e6:.0f} us")
+    print(f"\nDecoder time per header ({8 * HEADER_LEN} bits, one per call): " + "; ".join(rows))
 
 
 def _ideal_mmse(y_from_lts, taps, delays, n0, k):
