@@ -113,38 +113,13 @@ EQUIVALENT: dict[str, str] = {
     "hil.phy.header.x_decode_header_llr__mutmut_5": "same as mutmut_3 (dtype argument dropped)",
     # hil/phy/coding.py
     "hil.phy.coding.x_repetition_decode__mutmut_10": "numpy's reshape takes -2 as -1 (unknown)",
-    "hil.phy.coding.x_viterbi_decode__mutmut_55": "as repetition_decode mutmut_10",
-    "hil.phy.coding.x_viterbi_decode__mutmut_48": "as repetition_decode mutmut_10",
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_43": "as repetition_decode mutmut_10",
-    "hil.phy.coding.x_viterbi_decode__mutmut_29": (
-        "branch sign 2 - 2b = 1 + (1 - 2b): adds l0 + l1 to every branch of a step, the same "
-        "for all paths"
+    "hil.phy.coding.x__penalty__mutmut_11": (
+        "a third penalty column of zeros: the kernels read columns 0 and 1 (the input bit) only"
     ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_31": (
-        "branch sign 1 - 3b = 1.5 (1 - 2b) - 0.5: every path metric scaled by 1.5 and shifted "
-        "by the same amount; the argmax is unchanged"
-    ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_87": (
-        "start metric 1 instead of 0: every path starts in that one state, the same offset for all"
-    ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_101": (
-        "ties (two exactly equally likely paths) broken the other way: both are ML decisions"
-    ),
-    "hil.phy.coding.x_viterbi_decode__mutmut_146": (
-        "one more traceback step at t = -1 writes the last column, a tail bit that is cut off"
-    ),
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_140": "as viterbi_decode mutmut_146",
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_94": (
-        "an unstable sort orders exactly equal candidates (equally likely paths, or ranks no "
-        "path reaches, all -inf) differently: the list is the same up to ties, as documented"
-    ),
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_97": "as list_viterbi_decode mutmut_94",
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_96": "argsort's axis defaults to -1",
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_102": "numpy reads the sort kind in any case",
-    "hil.phy.coding.x_list_viterbi_decode__mutmut_110": "take_along_axis's axis defaults to -1",
     "hil.phy.coding.x__llr_batch__mutmut_3": (
-        "asarray without float64: the first product with the float64 branch signs promotes any "
-        "real input to float64 before anything is summed"
+        "asarray without float64: the compiled kernels multiply each LLR by a float64 branch "
+        "sign and add it to float64 path metrics, so any real input is promoted exactly "
+        "before anything is summed"
     ),
     "hil.phy.coding.x__llr_batch__mutmut_5": "as _llr_batch mutmut_3 (dtype argument dropped)",
     "hil.phy.coding.x_invert_hard_batch__mutmut_22": (
