@@ -360,3 +360,95 @@ def test_refined_estimate_scales_with_the_signal_and_keeps_the_precision(dtype, 
     small = rx.refine_estimate(y * s, rx.estimate(y * s), d, noise=True)
     assert torch.allclose(small.n0, ref.n0 * s**2, rtol=1e-3)
     assert torch.allclose(small.snr_db, ref.snr_db, atol=1e-3)
+
+
+def _flat_header_frames(b, snr_db, seed):
+    """b frames cut to the long training field and the header (complex128), each through a
+    flat channel of unit gain and random phase, plus white noise of variance n0 per sample
+    (per FFT bin: the FFT is orthonormal). Returns (y, clean, header +-1, n0)."""
+    from hil.phy.header import Header, encode_header_bits
+
+    gen = torch.Generator().manual_seed(seed)
+    hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
+    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float64))
+    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    s = torch.randn(b, 48, dtype=torch.complex128, generator=gen)
+    end = CFG.sts_len + CFG.lts_len + CFG.header_len
+    x = FrameBuilder(CFG).build(s, d)[:, CFG.sts_len : end]
+    ph = torch.rand(b, 1, generator=gen, dtype=torch.float64) * 2 * np.pi
+    clean = x * torch.polar(torch.ones_like(ph), ph)
+    n0 = 10 ** (-snr_db / 10)
+    noise = torch.randn(x.shape, dtype=torch.complex128, generator=gen) * np.sqrt(n0)
+    return clean + noise, clean, d, n0
+
+
+@pytest.mark.parametrize("snr_db", [-5.0, 5.0])
+def test_header_residuals_noise_and_signal_estimates_are_unbiased_over_many_frames(snr_db):
+    """2000 frames, flat channel, known noise: the header-refined noise estimate is within
+    1.5 % of the truth (measured -0.67 % at both SNRs: the per-symbol phase fits take a
+    little of the noise the dof count does not credit; SE 0.1 %), and the signal energy
+    behind the SNR within 1 % (measured +0.19 / +0.14 %; SE 0.2 / 0.06 %). The energy
+    subtracts the LS estimate's noise, n0 / ((2 + 12) a^2): a wrong count of observations
+    there moves it by more than 1 % at -5 dB."""
+    y, _, d, n0 = _flat_header_frames(2000, snr_db, 41)
+    rx = OfdmReceiver(CFG, estimate_cfo=False)
+    ref = rx.refine_estimate(y, rx.estimate(y), d, noise=True)
+    ratio = (ref.n0.mean() / n0).item()
+    assert 0.985 < ratio < 1.005, ratio
+    es = (10 ** (ref.snr_db / 10) * ref.n0).mean().item()  # the channel's energy, 1
+    assert abs(es - 1) < 0.01, es
+
+
+def test_the_smoother_is_told_the_refined_ls_estimates_error_variance():
+    """The header-refined LS estimate averages 2 + 12 observations per bin; the LMMSE
+    smoother, whose noise model is two observations, must be handed n0 * 2 / (2 + 12). Its
+    real error against the noiseless estimate, at 5 dB over 2000 frames, is measured 1.08x
+    that (the per-symbol phase alignment adds the rest): within 1.0-1.12x."""
+    y, clean, d, _ = _flat_header_frames(2000, 5.0, 42)
+    rx = OfdmReceiver(CFG, estimate_cfo=False)
+    seen = []
+    on_bins = rx._on_bins
+    rx._on_bins = lambda h, n: seen.append((h, n)) or on_bins(h, n)
+    rx.estimate(clean)
+    truth = seen[-1][0]  # the noiseless LS estimate on the used bins
+    est = rx.estimate(y)
+    rx.refine_estimate(y, est, d, noise=True)
+    h_used, told = seen[-1]
+    err = ((h_used - truth).abs() ** 2).mean()
+    ratio = (err / (told / (2 * rx.a**2)).mean()).item()
+    assert 1.0 < ratio < 1.12, ratio
+
+
+def test_estimate_takes_exactly_the_long_training_field():
+    """x of exactly lts_len samples is enough, and gives what a longer x gives."""
+    _, x = _frames(CFG, torch.Generator().manual_seed(3))
+    y = x[:, CFG.sts_len :]
+    rx = OfdmReceiver(CFG)
+    a, b = rx.estimate(y[:, : CFG.lts_len]), rx.estimate(y)
+    assert torch.equal(a.h, b.h) and torch.equal(a.n0, b.n0)
+
+
+def test_a_header_on_the_cpu_is_moved_to_the_frames_device():
+    """refine_estimate takes the decided header as the caller has it (numpy decisions, so on
+    the CPU) and moves it to the frames' device (meta here, standing in for a GPU)."""
+    rx = OfdmReceiver(CFG).to("meta")
+    n = CFG.lts_len + CFG.header_len
+    x = torch.empty(2, n, dtype=torch.complex64, device="meta")
+    est = rx.estimate(x)
+    hdr = torch.ones(2, CFG.header_symbols, CFG.n_data)  # CPU
+    r = rx.refine_estimate(x, est, hdr, noise=True)
+    assert r.h.device.type == r.n0.device.type == "meta"
+
+
+@pytest.mark.parametrize("k, smoothed", [(0, False), (48, True)])
+def test_phase_smoothing_starts_at_two_symbols(k, smoothed):
+    """A numerology whose header is one OFDM symbol: a frame of that symbol alone has nothing
+    to smooth over (tracking as per-symbol, exactly), one more payload symbol and the
+    tracker smooths (noisy pilots: the phases differ from per-symbol tracking)."""
+    gen = torch.Generator().manual_seed(5)
+    s = torch.randn(2, max(k, 1), dtype=torch.complex128, generator=gen)
+    x = FrameBuilder(SMALL).build(s)[:, SMALL.sts_len :]  # k = 0: the header is read alone
+    x = x + 0.5 * torch.randn(x.shape, dtype=x.dtype, generator=gen)
+    on, off = (OfdmReceiver(SMALL, smooth_tracking=t) for t in (True, False))
+    a, b = on(x, k), off(x, k)
+    assert torch.equal(a.header_llr, b.header_llr) != smoothed
