@@ -146,18 +146,29 @@ def _field_bits(index: int) -> tuple[int, int]:
     return 8 * at, 8 * struct.calcsize(">" + _FIELDS[index])
 
 
+# The plausible tier of HeaderPrior: body field index -> its high bits assumed zero. Real
+# images have at most 3 channels (6 of channels' 8 bits zero), sides under 8192 pixels (3 of
+# 16) and fewer than 4096 chunks (4 of 16, index and count): 20 more known bits for a receiver
+# with no last header (a cold start, another transmitter), worth about 0.3 dB of header
+# success (scripts/bench_phy.py --only two_pluto, the fresh-receiver tables). A header outside
+# these bounds fails this tier's CRC and is read by the next.
+PLAUSIBLE = {6: 6, 7: 3, 8: 3, 9: 4, 10: 4}
+
+
 @dataclass(frozen=True)
 class HeaderPrior:
     """What a receiver knows of a header before decoding it: the decoder then follows only
     trellis paths that carry those bits (``coding.viterbi_decode(known=...)``), so fewer bits
     are unknown and the code is stronger where the plain decoder fails.
 
-    Two tiers (``known_bits``): what is known of every header it accepts (the version, the
-    high zero bits of a payload length <= max_payload, the expected model fingerprint), and
-    besides, what the last header read predicts of the next one from the same transmitter
-    (the same scheme, payload length, image shape and chunk count, and the high halves of seq
-    and item id, which count up). A header that does not match a tier fails its CRC under it
-    and is decoded again with less: the prior never loses a frame the plain decoder reads.
+    Three tiers (``known_bits``), most known bits first: what the last header read predicts
+    of the next one from the same transmitter (the same scheme, payload length, image shape
+    and chunk count, and the high halves of seq and item id, which count up); what real images
+    make likely of any header (``PLAUSIBLE``: at most 3 channels, sides under 8192 pixels,
+    fewer than 4096 chunks); and what is known of every header it accepts (the version, the
+    high zero bits of a payload length <= max_payload, the expected model fingerprint), which
+    the other two include. A header that does not match a tier fails its CRC under it and is
+    decoded again with less: the prior never loses a frame the plain decoder reads.
 
     Attributes:
         fingerprint: the model fingerprint the receiver expects (its decoder's), or None.
@@ -183,10 +194,11 @@ class HeaderPrior:
         """The prior for the next frame, once ``header`` was read."""
         return HeaderPrior(self.fingerprint, self.max_payload, header)
 
-    def known_bits(self, history: bool = True) -> np.ndarray:
-        """[HEADER_BITS] int64: each header bit's known value (0/1), -1 where unknown; with
-        ``history`` (and a last header) the second tier's bits too. The CRC, the low halves of
-        seq and item id and the chunk index are never known."""
+    def known_bits(self, history: bool = True, plausible: bool = False) -> np.ndarray:
+        """[HEADER_BITS] int64: each header bit's known value (0/1), -1 where unknown: what is
+        known of every header; with ``history`` (and a last header) what the last one predicts
+        too; with ``plausible``, the high zero bits of ``PLAUSIBLE`` too. The CRC and the low
+        halves of seq and item id are never known, the chunk index only its high zeros."""
         kn = np.full(HEADER_BITS, -1, np.int64)
 
         def put(index: int, value: int, bits: int | None = None) -> None:
@@ -203,6 +215,9 @@ class HeaderPrior:
         if self.fingerprint is not None:
             at, n = _field_bits(4)
             kn[at : at + n] = np.unpackbits(np.frombuffer(self.fingerprint, np.uint8))
+        if plausible:
+            for index, bits in PLAUSIBLE.items():
+                put(index, 0, bits)
         h = self.last
         if history and h is not None:
             put(1, h.scheme)
@@ -303,10 +318,14 @@ def decode_header_bits(
 
 
 def _tiers(prior: HeaderPrior) -> list[np.ndarray]:
-    """The prior's known bits [HEADER_BITS], most first: with the last header's, then
-    without (one tier where they are the same)."""
-    tiers = [prior.known_bits(history=True), prior.known_bits(history=False)]
-    return tiers[1:] if np.array_equal(tiers[0], tiers[1]) else tiers
+    """The prior's known bits [HEADER_BITS], most first: with the last header's (when there
+    is one), with what is plausible of any header, then what is known of every header."""
+    tiers = [
+        prior.known_bits(history=True, plausible=False),
+        prior.known_bits(history=False, plausible=True),
+        prior.known_bits(history=False, plausible=False),
+    ]
+    return tiers if prior.last is not None else tiers[1:]
 
 
 def _list_decode(llr, out, failed: list[int], n_list: int, known) -> list[int]:
