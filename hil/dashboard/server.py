@@ -24,6 +24,7 @@ import collections
 import hmac
 import json
 import logging
+import os
 import secrets
 import time
 from importlib import resources
@@ -335,7 +336,11 @@ class Dashboard:
         await self.start()
         print(f"dashboard at {self.url}", flush=True)
         if url_file is not None:
-            url_file.write_text(self.url + "\n")
+            # written aside, then renamed: a reader polling for the file (hil link, the tests)
+            # finds it whole, never created and still empty
+            part = url_file.with_name(url_file.name + ".part")
+            part.write_text(self.url + "\n")
+            os.replace(part, url_file)
         try:
             await stop.wait()
         finally:

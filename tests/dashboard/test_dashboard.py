@@ -256,7 +256,10 @@ def controlled(tmp_path):
     while not url_file.exists() and time.monotonic() < end and dash.poll() is None:
         time.sleep(0.05)
     assert url_file.exists(), dash.stdout.read().decode()[-2000:] if dash.poll() is not None else ""
-    yield url_file.read_text().strip().rstrip("/"), radio, dash
+    url = url_file.read_text().strip().rstrip("/")
+    # written whole (aside, then renamed): a poller never reads it empty
+    assert url.startswith("http://127.0.0.1:") and not url_file.with_name("url.part").exists()
+    yield url, radio, dash
     for p in (dash, radio):
         p.terminate()
         p.wait(10)

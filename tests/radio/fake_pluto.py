@@ -11,6 +11,8 @@
 Behind it runs the simulated Pluto engine, so TX comes back as RX.
 """
 
+import threading
+
 import numpy as np
 
 from hil.radio.config import RadioConfig, SimConfig
@@ -46,6 +48,9 @@ class FakePluto:
         self._txbuf = None
         self._rx_created = False
         self._engine = None
+        # the radio's TX and RX threads call tx() and rx() at once, as on hardware, whose
+        # buffers are independent; the sim engine behind them is one object: one at a time
+        self._lock = threading.Lock()
         self.fail_rx_after = fail_rx_after
         self.rx_calls = 0
         self.destroyed_tx = 0
@@ -107,7 +112,8 @@ class FakePluto:
         if self.fail_rx_after is not None and self.rx_calls > self.fail_rx_after:
             raise OSError(19, "No such device")
         self._rx_created = True
-        raw, _ = self._eng().raw_rx(self.rx_buffer_size)
+        with self._lock:
+            raw, _ = self._eng().raw_rx(self.rx_buffer_size)
         return raw
 
     def tx(self, data):
@@ -125,17 +131,19 @@ class FakePluto:
             raise Exception(
                 "Buffer length different than data length. Cannot change buffer length on the fly"
             )
-        self._eng().tx(
-            np.clip(data.real, -(2**15), 2**15 - 1) / 2**14
-            + 1j * np.clip(data.imag, -(2**15), 2**15 - 1) / 2**14,
-            cyclic=self._tx_cyclic_buffer,
-        )
+        with self._lock:
+            self._eng().tx(
+                np.clip(data.real, -(2**15), 2**15 - 1) / 2**14
+                + 1j * np.clip(data.imag, -(2**15), 2**15 - 1) / 2**14,
+                cyclic=self._tx_cyclic_buffer,
+            )
 
     def tx_destroy_buffer(self):
         self._txbuf = None
         self.destroyed_tx += 1
         if self._engine:
-            self._engine.stop_cyclic()
+            with self._lock:
+                self._engine.stop_cyclic()
 
     def rx_destroy_buffer(self):
         self._rx_created = False
