@@ -677,10 +677,11 @@ def test_header_prior_names_exactly_the_bits_a_receiver_knows():
     assert (hist >= 0).sum() == 8 + 64 + 8 + 16 + 16 + 32 + 40 + 16
     never = [(16 + 16, 16), (48 + 16, 16), _field_bits(9), (HEADER_BITS - 32, 32)]
     assert all((hist[a : a + n] == -1).all() for a, n in never)
-    # the plausible tier: the static bits and the high zeros of PLAUSIBLE's fields (at most 3
-    # channels, sides under 8192, fewer than 4096 chunks), never the last header's
+    # the plausible tier: the static bits and the high zeros of PLAUSIBLE's fields (seq and
+    # item id under 2^24, at most 3 channels, sides under 8192, fewer than 4096 chunks),
+    # never the last header's
     plaus = p.known_bits(history=False, plausible=True)
-    assert (plaus >= 0).sum() == (static >= 0).sum() + 6 + 3 + 3 + 4 + 4
+    assert (plaus >= 0).sum() == (static >= 0).sum() + 8 + 8 + 6 + 3 + 3 + 4 + 4
     assert np.array_equal(plaus[static >= 0], static[static >= 0])
     assert np.array_equal(plaus[plaus >= 0], bits[plaus >= 0])  # h lies within the bounds
     for index, zeros in PLAUSIBLE.items():
@@ -701,7 +702,7 @@ def test_header_prior_names_exactly_the_bits_a_receiver_knows():
 def test_header_prior_reads_headers_the_plain_decoder_loses_and_never_a_wrong_one(monkeypatch):
     """BPSK coded header bits at -2.5 dB Es/N0 (AWGN): the decoder held to the receiver's
     prior reads more headers than without it (measured: 140 of 300 without, 218 with what is
-    known of every header, 258 with what is plausible of any header too, 292 with the last
+    known of every header, 278 with what is plausible of any header too, 292 with the last
     header's); headers of another model (a fingerprint the prior does not expect, nor its
     last header) are read as well as without a prior, and no header is ever read wrong."""
     from hil.phy import header as hdr_mod
@@ -740,8 +741,8 @@ def test_header_prior_reads_headers_the_plain_decoder_loses_and_never_a_wrong_on
                 ok += 1
             counts.append(ok)
         if fp == FP:
-            assert counts[1] >= counts[0] + 40 and counts[2] >= counts[1] + 30, counts
-            assert counts[3] >= counts[2] + 20, counts
+            assert counts[1] >= counts[0] + 40 and counts[2] >= counts[1] + 40, counts
+            assert counts[3] >= counts[2] + 10, counts
         else:
             assert counts[3] == counts[2] == counts[1] == counts[0], counts
 

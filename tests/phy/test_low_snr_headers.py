@@ -35,7 +35,7 @@ def stream():
 
 def test_prior_and_rereads_read_more_headers_at_minus_2_5_db(stream):
     """80 frames at -2.5 dB (AWGN): measured 20 headers read with neither, 58 with the prior,
-    69 with the prior and two decision-directed re-reads (17, 56 and 67 when it was written,
+    70 with the prior and two decision-directed re-reads (17, 56 and 67 when it was written,
     before the list decoder's 64 paths and the prior's plausible tier)."""
     y, headers, starts = stream
     plain, _ = _run(y, headers, starts, header_prior=False, header_rereads=0)
