@@ -17,6 +17,17 @@ def _frames(cfg, gen, b=2, k=96, dtype=torch.complex128):
     return s, FrameBuilder(cfg).build(s)
 
 
+def _decided_header(b, hdr=None, dtype=np.float32):
+    """A header's coded bits as BPSK decisions, [b, header_symbols, n_data] real +-1 (the same
+    header for every frame): what the stream receiver hands refine_estimate."""
+    from hil.phy.header import Header, encode_header_bits
+
+    if hdr is None:
+        hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
+    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(dtype))
+    return d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+
+
 @pytest.mark.parametrize("equalizer", ["zf", "mmse"])
 @pytest.mark.parametrize("smoothing", ["none", "lmmse"])
 def test_noiseless_flat_channel_is_exact(equalizer, smoothing, gen):
@@ -263,12 +274,8 @@ def test_decided_header_symbols_sharpen_the_channel_estimate(gen):
     symbols as pilots is closer to the true channel than the long training field's alone
     (2 + 12 observations per bin against 2; measured 7.7 dB less error); with a tenth of the decisions wrong it is
     still better; the CFO, noise and SNR are kept."""
-    from hil.phy.header import Header, encode_header_bits
-
     b = 32
-    hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
-    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float32))
-    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    d = _decided_header(b)
     s = torch.randn(b, 48, dtype=torch.complex64, generator=gen)
     x = FrameBuilder(CFG).build(s, d)
     mp = ChannelChain.from_tables(
@@ -304,12 +311,8 @@ def test_header_residuals_estimate_the_noise_closer(snr_db, linewidth_hz, gen):
     about -26 dB of inter-carrier interference at 100 Hz, is noise to the equaliser and is
     counted: measured +0.76 dB over the thermal noise at 20 dB, +1.82 dB from the long training
     field alone; hence no phase noise in the 20 dB case.)"""
-    from hil.phy.header import Header, encode_header_bits
-
     b = 64
-    hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
-    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float32))
-    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    d = _decided_header(b)
     s = torch.randn(b, 48, dtype=torch.complex64, generator=gen)
     x = FrameBuilder(CFG).build(s, d)
     chain = ChannelChain.from_tables(
@@ -342,12 +345,11 @@ def test_refined_estimate_scales_with_the_signal_and_keeps_the_precision(dtype, 
     scales with the received power and the SNR stays, down to a signal 1e-4 of
     full power (phases are normalised, not divided by a power). (The smoothed channel does not
     scale exactly: the LMMSE prior assumes a channel of unit power.)"""
-    from hil.phy.header import Header, encode_header_bits
+    from hil.phy.header import Header
 
     b = 4
     hdr = Header(seq=3, item_id=4, fingerprint=b"abcdefgh", payload_len=48, shape=(3, 8, 8))
-    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float32))
-    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    d = _decided_header(b, hdr)
     x = FrameBuilder(CFG).build(torch.randn(b, 48, dtype=dtype, generator=gen), d)
     chain = ChannelChain.from_tables([{"kind": "awgn"}])
     y = chain(x, snr_db=12.0, generator=gen).y
@@ -366,12 +368,8 @@ def _flat_header_frames(b, snr_db, seed):
     """b frames cut to the long training field and the header (complex128), each through a
     flat channel of unit gain and random phase, plus white noise of variance n0 per sample
     (per FFT bin: the FFT is orthonormal). Returns (y, clean, header +-1, n0)."""
-    from hil.phy.header import Header, encode_header_bits
-
     gen = torch.Generator().manual_seed(seed)
-    hdr = Header(seq=1, item_id=2, fingerprint=b"12345678", payload_len=48, shape=(3, 8, 8))
-    d = torch.from_numpy(1.0 - 2.0 * encode_header_bits(hdr, CFG).astype(np.float64))
-    d = d.reshape(1, CFG.header_symbols, CFG.n_data).expand(b, -1, -1)
+    d = _decided_header(b, dtype=np.float64)
     s = torch.randn(b, 48, dtype=torch.complex128, generator=gen)
     end = CFG.sts_len + CFG.lts_len + CFG.header_len
     x = FrameBuilder(CFG).build(s, d)[:, CFG.sts_len : end]
