@@ -16,17 +16,8 @@ from hil.phy.coding import (
 
 
 def viterbi_decode_numpy(llr: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
-    """Soft-decision Viterbi on a terminated trellis, vectorised over a batch.
-
-    Args:
-        llr: [2 (n + 6)] or [B, 2 (n + 6)] log-likelihood ratios of the coded bits, real
-            (any precision; computed in float64).
-        known: input bits known a priori (a header's version, the expected model
-            fingerprint): [n] or [B, n] integers, -1 unknown, else 0 or 1. The search then
-            only follows paths that carry them: fewer unknowns, a stronger code.
-    Returns:
-        [n] or [B, n] decoded bits (uint8).
-    """
+    """``hil.phy.coding.viterbi_decode`` (the same arguments and result), vectorised over
+    the batch: add-compare-select for every row at once, one trellis step at a time."""
     llr, single = _llr_batch(llr)
     _, out, prev, prev_bit = _trellis()
     b, steps = llr.shape[0], llr.shape[1] // 2
@@ -61,24 +52,9 @@ def viterbi_decode_numpy(llr: np.ndarray, known: np.ndarray | None = None) -> np
 def list_viterbi_decode_numpy(
     llr: np.ndarray, n_list: int, known: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``n_list`` most likely input sequences through the terminated trellis, best first
-    (the parallel list Viterbi algorithm, Seshadri and Sundberg 1994).
-
-    Each state keeps its n_list best paths instead of one: add-compare-select ranks the
-    2 n_list candidates from its two predecessors. With an outer check (the header's CRC-32)
-    the receiver takes the best path that passes it, which wins back part of the gap between
-    the Viterbi decoder and maximum-likelihood decoding of the concatenated code. Path 0 is
-    what ``viterbi_decode`` returns (up to ties).
-
-    Args:
-        llr: [2 (n + 6)] or [B, 2 (n + 6)] LLRs of the coded bits, real (any precision;
-            computed in float64).
-        n_list: paths kept per state, 1..MAX_LIST (64).
-        known: input bits known a priori, as for ``viterbi_decode``.
-    Returns:
-        bits [L, n] or [B, L, n] uint8 and path metrics [L] or [B, L] float64 (correlation,
-        larger is better; -inf for a rank no distinct path reaches: ignore its bits).
-    """
+    """``hil.phy.coding.list_viterbi_decode`` (the same arguments and result), vectorised
+    over the batch: each state's 2 n_list candidates ranked by a stable sort, one trellis
+    step at a time."""
     if not 1 <= int(n_list) <= MAX_LIST:
         raise ValueError(f"n_list must be in 1..{MAX_LIST}, got {n_list}")
     n_list = int(n_list)
