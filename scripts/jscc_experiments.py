@@ -226,6 +226,24 @@ def _small_resgdn(steps: int) -> dict:
     return d
 
 
+def _training_table(rows, diff_name: str) -> dict:
+    """Print two training runs side by side: rows [(name, evaluate() result, checkpoint JSON)]
+    as PSNR per SNR and images/s, then the second minus the first per SNR (``diff_name``),
+    which it returns ({SNR: dB})."""
+    print("| training | " + " | ".join(f"{s:g} dB" for s in SNRS) + " | img/s |")
+    print("| --- | " + " | ".join("---" for _ in SNRS) + " | --- |")
+    for name, r, doc in rows:
+        print(
+            f"| {name} | "
+            + " | ".join(f"{r[s]['psnr_db']:.2f}" for s in SNRS)
+            + f" | {doc['images_per_second']:.0f} |"
+        )
+    (_, first, _), (_, second, _) = rows
+    diff = {s: second[s]["psnr_db"] - first[s]["psnr_db"] for s in SNRS}
+    print(f"| {diff_name} | " + " | ".join(f"{diff[s]:+.2f}" for s in SNRS) + " | |")
+    return diff
+
+
 def surrogate(args):
     """A small resgdn model trained through the full PHY vs the same model trained through the
     per-subcarrier surrogate for 90 % of the steps and the PHY for the last 10 %, same seed and
@@ -247,19 +265,10 @@ def surrogate(args):
         f"{phy_cfg.train.batch_size}), resgdn hidden 24, {phy_cfg.train.dataset}, tested through "
         "the PHY on multipath_cfo, PSNR (dB) on 512 held-out tiles\n"
     )
-    print("| training | " + " | ".join(f"{s:g} dB" for s in SNRS) + " | img/s |")
-    print("| --- | " + " | ".join("---" for _ in SNRS) + " | --- |")
-    for name, r, doc in (
-        ("through the PHY", a, doc_phy),
-        ("surrogate, PHY for the last 10 %", b, doc_sur),
-    ):
-        print(
-            f"| {name} | "
-            + " | ".join(f"{r[s]['psnr_db']:.2f}" for s in SNRS)
-            + f" | {doc['images_per_second']:.0f} |"
-        )
-    diff = {s: b[s]["psnr_db"] - a[s]["psnr_db"] for s in SNRS}
-    print("| surrogate - PHY | " + " | ".join(f"{diff[s]:+.2f}" for s in SNRS) + " | |")
+    diff = _training_table(
+        [("through the PHY", a, doc_phy), ("surrogate, PHY for the last 10 %", b, doc_sur)],
+        "surrogate - PHY",
+    )
     print(
         f"\nworst surrogate - PHY difference: {min(diff.values()):+.2f} dB (goal: no loss "
         f"beyond -0.3 dB); wall time {t1 - t0:.0f} s vs {time.time() - t1:.0f} s (both when trained "
@@ -289,16 +298,9 @@ def precision(args):
         f"{cfg.train.batch_size}, seed {cfg.train.seed}), resgdn hidden 24, {cfg.train.dataset}, "
         "tested in float32 through the PHY on multipath_cfo, PSNR (dB) on 512 held-out tiles\n"
     )
-    print("| training | " + " | ".join(f"{s:g} dB" for s in SNRS) + " | img/s |")
-    print("| --- | " + " | ".join("---" for _ in SNRS) + " | --- |")
-    for p, (_, doc, _) in runs.items():
-        print(
-            f"| {p} | "
-            + " | ".join(f"{res[p][s]['psnr_db']:.2f}" for s in SNRS)
-            + f" | {doc['images_per_second']:.0f} |"
-        )
-    diff = {s: res["bfloat16"][s]["psnr_db"] - res["float32"][s]["psnr_db"] for s in SNRS}
-    print("| bfloat16 - float32 | " + " | ".join(f"{diff[s]:+.2f}" for s in SNRS) + " | |")
+    diff = _training_table(
+        [(p, res[p], doc) for p, (_, doc, _) in runs.items()], "bfloat16 - float32"
+    )
     speed = runs["bfloat16"][1]["images_per_second"] / runs["float32"][1]["images_per_second"]
     print(
         f"\nbfloat16 trains at {speed:.2f}x the images/s of float32 (native bfloat16 on this "
