@@ -166,12 +166,13 @@ class HeaderPrior:
 
     Three tiers (``known_bits``), most known bits first: what the last header read predicts
     of the next one from the same transmitter (the same scheme, payload length, image shape
-    and chunk count, and the high halves of seq and item id, which count up); what real images
-    make likely of any header (``PLAUSIBLE``: seq and item id under 2^24, at most 3 channels,
-    sides under 8192 pixels, fewer than 4096 chunks); and what is known of every header it accepts (the version, the
-    high zero bits of a payload length <= max_payload, the expected model fingerprint), which
-    the other two include. A header that does not match a tier fails its CRC under it and is
-    decoded again with less: the prior never loses a frame the plain decoder reads.
+    and chunk count, and the high halves of seq and item id, which count up); what hil tx and
+    real images make likely of any header (``PLAUSIBLE``: seq and item id under 2^24, at most
+    3 channels, sides under 8192 pixels, fewer than 4096 chunks); and what is known of every
+    header it accepts (the version, the high zero bits of a payload length <= max_payload,
+    the expected model fingerprint), which the other two include. A header that does not
+    match a tier fails its CRC under it and is decoded again with less: the prior never
+    loses a frame the plain decoder reads.
 
     Attributes:
         fingerprint: the model fingerprint the receiver expects (its decoder's), or None.
@@ -313,8 +314,8 @@ def decode_header_bits(
             if crc_ok(held[j]):
                 out[i] = held[j]
         failed = [i for i in failed if not crc_ok(out[i])]
-    # the list decoder (~3.4 ms a header at 64 paths) held to each tier, then without a prior: a last
-    # header from another image makes the first tier wrong, and the static one still serves
+    # the list decoder (~3.4 ms a header at 64 paths) held to each tier, then without a
+    # prior: a last header from another image makes the first tier wrong, and the others serve
     for known in (*tiers, None):
         failed = _list_decode(llr, out, failed, n_list, known)
     return out
