@@ -279,37 +279,35 @@ def _taps(g: int) -> list[int]:
     return [(g >> (K - 1 - i)) & 1 for i in range(K)]
 
 
-@lru_cache(maxsize=8)
-def _hard_inverse(steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """The GF(2) matrices of the hard-decision inversion for ``steps`` trellis steps.
-
-    The first output stream is c0 = A u with A lower-triangular Toeplitz (its first column the
-    first generator's taps, constant term 1), so u = A^-1 c0, and A^-1 is the Toeplitz matrix
-    of the impulse response of 1 / g0(D). The second stream of a codeword is then
-    c1 = B A^-1 c0. Returns (A^-1, B A^-1 mod 2), each [steps, steps] float64 of 0/1 (float so
-    the products run in BLAS; the sums stay below 2^53, so they are exact).
-    """
-    g0, g1 = _taps(G[0]), _taps(G[1])
-    h = np.zeros(steps, np.int64)  # impulse response of 1 / g0(D) over GF(2)
-    for n in range(steps):
-        v = 1 if n == 0 else 0
-        for i in range(1, min(K, n + 1)):
-            v ^= g0[i] & int(h[n - i])
-        h[n] = v
-    idx = np.arange(steps)
-    lag = idx[:, None] - idx[None, :]
-    a_inv = np.where(lag >= 0, h[np.clip(lag, 0, None)], 0)
-    b = np.zeros((steps, steps), np.int64)
-    for i in range(K):
-        b += g1[i] * (lag == i)
-    return a_inv.astype(np.float64), ((b @ a_inv) % 2).astype(np.float64)
+@njit(cache=True, nogil=True)
+def _invert_kernel(c, g0, g1, tail):
+    """c [B, 2 steps] uint8 hard bits -> (u [B, steps] uint8, ok [B] bool): the input bits
+    that make the first stream (u[n] = c0[n] xor the first generator's other taps on u's
+    past: its constant term is 1), and whether the second stream and the zero tail agree."""
+    b, steps = c.shape[0], c.shape[1] // 2
+    k = g0.shape[0]
+    u = np.zeros((b, steps), np.uint8)
+    ok = np.ones(b, np.bool_)
+    for r in range(b):
+        for n in range(steps):
+            v = c[r, 2 * n]
+            for i in range(1, min(k, n + 1)):
+                v ^= g0[i] & u[r, n - i]
+            u[r, n] = v
+            w = 0
+            for i in range(min(k, n + 1)):
+                w ^= g1[i] & u[r, n - i]
+            if w != c[r, 2 * n + 1] or (n >= steps - tail and v):
+                ok[r] = False
+                break
+    return u, ok
 
 
 def invert_hard_batch(coded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fast path, batched: the input bits of the rows whose hard decisions form a codeword.
 
     The first generator has a non-zero constant term, so its output stream is invertible
-    over GF(2) (a matrix product here); the second stream and the zero tail then check it.
+    over GF(2) (its recursion, compiled); the second stream and the zero tail then check it.
     When hard decisions contain no error (most headers above ~10 dB), this replaces the
     Viterbi search; the caller falls back to it for the other rows.
     coded: [B, 2 (n + 6)] hard bits {0,1} (any integer, bool or float dtype holding 0/1) ->
@@ -318,12 +316,13 @@ def invert_hard_batch(coded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     c = np.asarray(coded)
     if c.ndim != 2 or c.shape[1] % 2 or c.shape[1] < 2 * (TAIL + 1):
         raise ValueError(f"coded must be [B, L] with even L >= {2 * (TAIL + 1)}, got {c.shape}")
-    c = c.astype(np.uint8).astype(np.float64)
-    a_inv, m = _hard_inverse(c.shape[1] // 2)
-    c0, c1 = c[:, 0::2], c[:, 1::2]
-    u = (c0 @ a_inv.T) % 2
-    ok = np.all((c0 @ m.T) % 2 == c1, axis=1) & ~np.any(u[:, -TAIL:], axis=1)
-    return u[:, :-TAIL].astype(np.uint8), ok
+    u, ok = _invert_kernel(
+        np.ascontiguousarray(c, np.uint8),
+        np.array(_taps(G[0]), np.uint8),
+        np.array(_taps(G[1]), np.uint8),
+        TAIL,
+    )
+    return u[:, :-TAIL], ok
 
 
 def invert_hard(coded: np.ndarray) -> np.ndarray | None:

@@ -101,32 +101,32 @@ class OfdmConfig:
         same shape and integer dtype (int64 for the maps above)."""
         return np.mod(k, self.fft_size)
 
-    @property
+    @cached_property
     def n_data(self) -> int:
         return len(self.data_carriers)
 
-    @property
+    @cached_property
     def n_used(self) -> int:
         return len(self.used)
 
-    @property
+    @cached_property
     def symbol_len(self) -> int:
         return self.fft_size + self.cp_len
 
     # --- frame layout ------------------------------------------------------------
-    @property
+    @cached_property
     def sts_len(self) -> int:
         return self.sts_period * self.sts_repeats
 
-    @property
+    @cached_property
     def lts_len(self) -> int:
         return self.lts_cp + 2 * self.fft_size
 
-    @property
+    @cached_property
     def header_len(self) -> int:
         return self.header_symbols * self.symbol_len
 
-    @property
+    @cached_property
     def preamble_len(self) -> int:
         return self.sts_len + self.lts_len
 

@@ -1,4 +1,5 @@
-"""Streaming frame detection and synchronisation (numpy).
+"""Streaming frame detection and synchronisation (numpy; the per-sample sums compiled
+with numba: a detection costs microseconds, not the dispatch of thirty numpy calls).
 
 Takes arbitrary-sized chunks of a continuous complex64 stream and finds frames:
 
@@ -40,24 +41,103 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .numerology import OfdmConfig
 from .sequences import lts_time_symbol
 
 
-def _ramp(f: float, n: int, start: int, block: int = 64) -> np.ndarray:
-    """exp(j 2 pi f m) for m = start .. start + n - 1 -> [n] complex128, as a per-block phasor
-    times a within-block one (n / block + block exponentials rather than n)."""
-    q = -(-n // block)
-    outer = np.exp(2j * np.pi * f * (start + block * np.arange(q)))
-    inner = np.exp(2j * np.pi * f * np.arange(block))
-    return (outer[:, None] * inner[None, :]).reshape(-1)[:n]
+@njit(cache=True, nogil=True)
+def _metric_kernel(r, L, W):
+    """The block-rate Schmidl-Cox metric of ``StreamSync.metric``: r [n] complex, period
+    L, window W blocks -> (M [nb] float64, P [nb] complex128), nb = (n - L) // L - W + 1."""
+    nblk = (r.shape[0] - L) // L
+    cc = np.zeros(nblk + 1, np.complex128)  # running sums of the blocks' products
+    ce = np.zeros(nblk + 1)  # and of their energies
+    prev = 0.0
+    for i in range(L):
+        v = np.complex128(r[i])
+        prev += v.real * v.real + v.imag * v.imag
+    for j in range(nblk):
+        c = 0j
+        e = 0.0
+        for i in range(j * L, (j + 1) * L):
+            v = np.complex128(r[i + L])
+            c += np.complex128(r[i]).conjugate() * v
+            e += v.real * v.real + v.imag * v.imag
+        cc[j + 1] = cc[j] + c
+        ce[j + 1] = ce[j] + 0.5 * (prev + e)
+        prev = e
+    nb = nblk - W + 1
+    m = np.empty(nb)
+    p = np.empty(nb, np.complex128)
+    for j in range(nb):
+        q = cc[j + W] - cc[j]
+        e = ce[j + W] - ce[j]
+        p[j] = q
+        m[j] = (q.real * q.real + q.imag * q.imag) / max(e * e, 1e-30)
+    return m, p
 
 
-def _window_sums(p: np.ndarray, n: int) -> np.ndarray:
-    """Sums of p over every window of n consecutive samples: [len(p) - n + 1] (float64)."""
-    c = np.concatenate([[0.0], np.cumsum(p, dtype=np.float64)])
-    return c[n:] - c[:-n]
+@njit(cache=True, nogil=True)
+def _lts_scores(seg, start, coarse, l1, ll_energy, n):
+    """The long-training search of ``StreamSync.refine``: seg [m] complex (samples from
+    absolute index ``start``), derotated by the coarse CFO in float64 -> (the derotated
+    samples [m] complex128, rho [m - 2 n - n + 1]: at each lag the magnitudes of the two
+    symbols' correlations with l1 [n] (added: a residual CFO cannot cancel them), squared,
+    over the received energy times ll_energy)."""
+    m = seg.shape[0]
+    rot = np.empty(m, np.complex128)
+    re = np.empty(m)
+    im = np.empty(m)
+    for i in range(m):
+        ph = -2.0 * math.pi * coarse * (start + i)
+        rot[i] = np.complex128(seg[i]) * complex(math.cos(ph), math.sin(ph))
+        re[i] = rot[i].real
+        im[i] = rot[i].imag
+    nc = m - n + 1  # correlation lags ("valid")
+    # tap by tap over all lags (the inner loop runs along the samples, which vectorises)
+    c_re = np.zeros(nc)
+    c_im = np.zeros(nc)
+    for i in range(n):
+        lr, li = l1[i].real, l1[i].imag
+        for k in range(nc):
+            c_re[k] += re[k + i] * lr + im[k + i] * li
+            c_im[k] += im[k + i] * lr - re[k + i] * li
+    a = np.empty(nc)
+    e = np.empty(nc)
+    run = 0.0  # energy of the n samples from k, as a running sum
+    for i in range(n):
+        run += re[i] * re[i] + im[i] * im[i]
+    for k in range(nc):
+        a[k] = math.sqrt(c_re[k] * c_re[k] + c_im[k] * c_im[k])
+        e[k] = run
+        if k + n < m:
+            run += re[k + n] * re[k + n] + im[k + n] * im[k + n] - re[k] * re[k] - im[k] * im[k]
+    scored = nc - n
+    rho = np.empty(scored)
+    for k in range(scored):
+        rho[k] = (a[k] + a[k + n]) ** 2 / max((e[k] + e[k + n]) * ll_energy, 1e-30)
+    return rot, rho
+
+
+@njit(cache=True, nogil=True)
+def _captured(rho, i, first, end, half, floor):
+    """LTS energy captured within +-half lags of lag i (lags first .. end - 1 only), above
+    the floor."""
+    tot = 0.0
+    for k in range(max(i - half, first), min(i + half + 1, end)):
+        tot += max(rho[k] - floor, 0.0)
+    return tot
+
+
+def _complex(r: np.ndarray) -> np.ndarray:
+    """r as a contiguous complex64 or complex128 array (the kernels are compiled for each;
+    other dtypes become complex128)."""
+    r = np.asarray(r)
+    if r.dtype not in (np.complex64, np.complex128):
+        r = r.astype(np.complex128)
+    return np.ascontiguousarray(r)
 
 
 def _median(v: np.ndarray) -> float:
@@ -135,24 +215,9 @@ class StreamSync:
         empty when r is shorter than a window).
         """
         L, W = self.L, self.W
-        nblk = (len(r) - L) // L
-        if nblk < W:
+        if (len(r) - L) // L < W:
             return np.empty(0), np.empty(0, np.complex128)
-        n = nblk * L
-        prod = np.conj(r[:n]) * r[L : n + L]
-        cb = prod.reshape(nblk, L).sum(1, dtype=np.complex128)
-        pw = (
-            (r[: n + L].real ** 2 + r[: n + L].imag ** 2)
-            .reshape(nblk + 1, L)
-            .sum(1, dtype=np.float64)
-        )
-        eb = 0.5 * (pw[:-1] + pw[1:])
-        cc = np.concatenate([[0], np.cumsum(cb)])
-        ce = np.concatenate([[0], np.cumsum(eb)])
-        p = cc[W:] - cc[:-W]
-        e = ce[W:] - ce[:-W]
-        m = (p.real**2 + p.imag**2) / np.maximum(e * e, 1e-30)
-        return m, p
+        return _metric_kernel(_complex(r), L, W)
 
     def refine(
         self, r: np.ndarray, r0: int, plateau_pos: int, p: complex, sc_metric: float = 0.0
@@ -180,32 +245,25 @@ class StreamSync:
         # too, and the peak moves there when it is higher
         n = self.cfg.fft_size
         ext = min(n, lo)  # lags before lo (none before the buffer's start)
-        seg = r[lo - ext : hi + n + len(self.ll)].astype(np.complex128)
+        seg = r[lo - ext : hi + n + len(self.ll)]
         if len(seg) < ext + lags + n - 1 + len(self.ll):
             return None
-        seg = seg * _ramp(-coarse, len(seg), lo - ext)
-        l1 = self.ll[:n]
-        c1 = np.correlate(seg, l1, mode="valid")  # half-length correlations, combined
-        e1 = _window_sums(seg.real**2 + seg.imag**2, n)  # non-coherently so that a
+        # the two half-length correlations combined non-coherently (a residual CFO cannot
+        # decorrelate them), over lags lo - ext .. hi + n
+        seg, rho_all = _lts_scores(
+            _complex(seg), lo - ext, coarse, self.ll[:n],
+            self.ll_energy, n,
+        )  # fmt: skip
         scored = ext + lags + n  # lags scored, from lo - ext
-        a1, a2 = (
-            np.abs(c1[:scored]),
-            np.abs(c1[n : n + scored]),
-        )  # residual CFO cannot decorrelate them
-        en = e1[:scored] + e1[n : n + scored]
-        rho_all = (a1 + a2) ** 2 / np.maximum(en * self.ll_energy, 1e-30)
+        rho_all = rho_all[:scored]
         rho = rho_all[ext : ext + lags]  # the search window
         # Multipath spreads the LTS over several lags: gate on the energy captured
         # within +-cp_len of the peak above the window's median (the noise floor;
         # the LTS occupies at most ~2 cp_len of the 2 search + 1 lags).
         floor = _median(rho)
-
-        def captured_at(i: int, first: int, end: int) -> float:  # of lags first .. end - 1
-            w = rho_all[max(i - c.cp_len, first) : min(i + c.cp_len + 1, end)]
-            return float(np.clip(w - floor, 0, None).sum())
-
         i = int(np.argmax(rho)) + ext  # in rho_all
-        captured = self.last_captured = captured_at(i, ext, ext + lags)
+        captured = _captured(rho_all, i, ext, ext + lags, c.cp_len, floor)
+        self.last_captured = captured
         weak = self.strong_sc <= sc_metric < WEAK_SC_MAX
         gate = self.weak_lts if weak else self.lts_threshold
         if captured < gate:
@@ -213,7 +271,7 @@ class StreamSync:
         # an LTS in the window: the true peak may lie one period beyond the window's end
         for j in (i + n, i - n):
             if 0 <= j < scored and not ext <= j < ext + lags and rho_all[j] > rho_all[i]:
-                i, captured = j, captured_at(j, 0, scored)
+                i, captured = j, _captured(rho_all, j, 0, scored, c.cp_len, floor)
                 break
         t = lo - ext + i
         a = seg[i : i + c.fft_size]

@@ -457,24 +457,30 @@ def test_refine_at_the_start_of_the_buffer():
 
 
 def test_refine_helpers_equal_their_numpy_definitions():
-    from hil.phy.sync import _median, _ramp, _window_sums
+    from hil.phy.sync import _captured, _lts_scores, _median
 
     rng = np.random.default_rng(0)
     for n in (1, 2, 5, 128, 129):
         v = rng.normal(size=n)
         assert _median(v) == np.median(v)
-    p = rng.random(300)
-    np.testing.assert_allclose(
-        _window_sums(p, 64), np.convolve(p, np.ones(64), "valid"), rtol=1e-12
-    )
-    # float32 powers are summed in float64 (all of these are exact there, not in float32)
-    p32 = np.array([1e8, 1, -1e8, 1], np.float32)
-    sums = _window_sums(p32, 2)
-    assert sums.dtype == np.float64
-    np.testing.assert_array_equal(sums, [1e8 + 1, 1 - 1e8, 1 - 1e8])
-    for n, start in ((1, 0), (64, -5), (65, 3), (900, 1234)):
-        m = start + np.arange(n)
-        np.testing.assert_allclose(
-            _ramp(-3e-3, n, start), np.exp(-2j * np.pi * 3e-3 * m), atol=1e-12
-        )
-        assert len(_ramp(0.01, n, start)) == n
+    # the compiled long-training search against its numpy definition: the samples derotated
+    # by the coarse CFO (phase counted from the absolute index), correlated with the first
+    # long symbol ("valid"), the two symbols' magnitudes added, squared, over the energy
+    n, f, start = 64, -3e-3, 1234
+    l1 = lts_time_symbol(CFG).astype(np.complex128)
+    seg = (rng.normal(size=450) + 1j * rng.normal(size=450)).astype(np.complex64)
+    rot, rho = _lts_scores(seg, start, -f, l1, 2 * float(np.sum(np.abs(l1) ** 2)), n)
+    want = seg.astype(np.complex128) * np.exp(2j * np.pi * f * (start + np.arange(450)))
+    np.testing.assert_allclose(rot, want, atol=1e-12)
+    c1 = np.abs(np.correlate(want, l1, mode="valid"))
+    e1 = np.convolve(np.abs(want) ** 2, np.ones(n), "valid")
+    k = len(c1) - n
+    ref = (c1[:k] + c1[n:]) ** 2 / ((e1[:k] + e1[n:]) * 2 * np.sum(np.abs(l1) ** 2))
+    assert len(rho) == k == 450 - 2 * n + 1
+    np.testing.assert_allclose(rho, ref, rtol=1e-10)
+    # captured energy: the lags within +-half of i, clipped to [first, end), above the floor
+    v = rng.random(100)
+    for i, first, end in ((50, 0, 100), (3, 2, 100), (97, 0, 90), (10, 0, 100)):
+        lo, hi = max(i - 16, first), min(i + 17, end)
+        want = float(np.clip(v[lo:hi] - 0.4, 0, None).sum())
+        assert _captured(v, i, first, end, 16, 0.4) == pytest.approx(want, rel=1e-12)
