@@ -1,4 +1,5 @@
-"""The streaming frame receiver: stream synchronisation (numpy) + the torch receive path.
+"""The streaming frame receiver: stream synchronisation (numpy, numba) + the receive path
+(``OfdmReceiver``'s steps, compiled: ``compiled.CompiledReceiver``).
 
 ``FrameReceiver.push(chunk)`` takes any number of complex64 samples and
 returns the frames completed so far as :class:`FrameEvent` records, each either
@@ -18,6 +19,7 @@ import torch
 from ..channel.functional import phase_ramp
 from ..convert import to_numpy, to_numpy_real, to_torch
 from .coding import MAX_LIST
+from .compiled import CompiledReceiver
 from .header import (
     HEADER_LIST,
     Header,
@@ -130,6 +132,9 @@ class FrameReceiver:
             leave the process's setting. The receive path's tensors are small, so 1 is the
             fastest: a 512x768 photograph's 41 frames took 87 ms with 1 thread and 160 ms
             with 2 on this 2-core machine (the same process's JSCC decoder wants both).
+        compiled: run a plain ``OfdmReceiver``'s steps as ``CompiledReceiver`` (numba; the
+            same results to float32 rounding, several times faster on the few frames a
+            chunk holds); False, or a receiver of another class: the torch module.
     """
 
     def __init__(
@@ -146,6 +151,7 @@ class FrameReceiver:
         header_rereads: int = 2,
         refine_payload: bool = True,
         threads: int | None = 1,
+        compiled: bool = True,
     ):
         self.cfg = cfg or OfdmConfig()
         if threads is not None and int(threads) < 1:
@@ -161,6 +167,12 @@ class FrameReceiver:
         self.rx = receiver or OfdmReceiver(self.cfg)
         if self.rx.cfg != self.cfg:
             raise ValueError("receiver and FrameReceiver must share one OfdmConfig")
+        # the receive path the stream runs (``path``): the compiled twin of a plain
+        # OfdmReceiver (the same results, a fraction of the time), else the torch module
+        self._fast = (
+            CompiledReceiver(self.rx) if compiled and CompiledReceiver.supports(self.rx) else None
+        )
+        self.path = self._fast or self.rx
         self.sync = StreamSync(self.cfg, threshold, lts_threshold)
         self.max_payload = int(max_payload)
         self.prior = (
@@ -206,6 +218,7 @@ class FrameReceiver:
             header_rereads=self.header_rereads,
             refine_payload=self.refine_payload,
             threads=self.threads,
+            compiled=self._fast is not None,
         )
         fr._dc, fr.prior = self._dc, self.prior
         return fr
@@ -245,8 +258,7 @@ class FrameReceiver:
         """Everything the buffer now allows: detections, headers, payloads; the events."""
         events: list[FrameEvent] = []
         # Detect every frame start available, then receive the headers and the
-        # payloads of all complete frames in batches: the torch receive path and
-        # the Viterbi decoder cost about the same for one frame as for dozens.
+        # payloads of all complete frames in batches: one call per pass for all of them.
         while True:
             self._detect()
             rescan = self._decode_headers(events)
@@ -396,7 +408,8 @@ class FrameReceiver:
         # decoders (the prior's tiers, the list, the re-reads: several list runs) skip it
         bits = viterbi_decode_batch(res.header_llr, c, 1, None)
         passed = [crc_ok(b) for b in bits]
-        echoes = self._echoes(todo, bits, passed)
+        parsed: dict[int, Header | HeaderError] = {}  # rows parsed, while their bits stand
+        echoes = self._echoes(todo, bits, passed, parsed)
         self.stats.echoes += len(echoes)
         failed = [i for i in range(len(todo)) if not passed[i] and i not in echoes]
         if failed and (self.header_list > 1 or self.prior is not None):
@@ -421,8 +434,8 @@ class FrameReceiver:
                 x = segs[failed]
                 d = 1.0 - 2.0 * code_header_bits(bits[failed], c).astype(np.float32)
                 d = torch.from_numpy(d.reshape(len(failed), c.header_symbols, c.n_data))
-                sub = self.rx.refine_estimate(x, sub, d)
-                again = self.rx.equalize(x, sub, 0).header_llr
+                sub = self.path.refine_estimate(x, sub, d)
+                again = self.path.equalize(x, sub, 0).header_llr
             bits[failed] = viterbi_decode_batch(again, c, self.header_list, self.prior)
             for j, i in enumerate(failed):
                 if crc_ok(bits[i]):  # its estimate, too, is the better one for the payload
@@ -430,11 +443,16 @@ class FrameReceiver:
                     self.stats.reread += 1
             failed = [i for i in failed if not crc_ok(bits[i])]
         if self.refine_payload:
-            self._refine_passed(todo, bits, segs, est, refs)
+            bad = set(failed) | echoes
+            self._refine_passed(
+                [i for i in range(len(todo)) if i not in bad], bits, segs, est, refs
+            )
         rows = None  # as numpy only when a header failed (its event reports the frame)
         for i, q in enumerate(todo):
             try:
-                hdr = parse_header_bits(bits[i])
+                hdr = parsed.get(i) or parse_header_bits(bits[i])
+                if isinstance(hdr, HeaderError):
+                    raise hdr
                 if hdr.payload_len > self.max_payload:
                     raise HeaderError(
                         f"payload_len {hdr.payload_len} exceeds max_payload {self.max_payload}"
@@ -448,19 +466,23 @@ class FrameReceiver:
                 q.row = rows[i]
         self.stats.seconds["header"] += time.perf_counter() - t0
 
-    def _echoes(self, todo: list, bits: np.ndarray, passed: list[bool]) -> set[int]:
+    def _echoes(self, todo: list, bits: np.ndarray, passed: list[bool], parsed: dict) -> set[int]:
         """The rows of ``todo`` whose header failed and whose detection lies inside a frame
         already known (``_inside_known``) or one whose header passed in ``bits`` [B,
         HEADER_BITS] uint8 (``passed``: each row's CRC check): the same extent
-        ``_decode_headers`` then drops them for."""
+        ``_decode_headers`` then drops them for. ``parsed`` gets each passing row's Header
+        (or HeaderError), by row."""
         c = self.cfg
         spans = []
         for i, q in enumerate(todo):
             if passed[i]:
                 try:
-                    n = parse_header_bits(bits[i]).payload_len
-                except HeaderError:
+                    hdr = parse_header_bits(bits[i])
+                except HeaderError as exc:
+                    parsed[i] = exc
                     continue
+                parsed[i] = hdr
+                n = hdr.payload_len
                 if n <= self.max_payload:
                     a = q.det.frame_start
                     spans.append((a - c.sts_period, a + c.frame_len(n)))
@@ -474,19 +496,19 @@ class FrameReceiver:
             )
         }
 
-    def _refine_passed(self, todo, bits, segs, est, refs) -> None:
-        """Every header that passed its CRC serves as 576 known symbols: the payload gets a
-        channel estimate from 2 + 12 symbols instead of the long training field's 2, and
-        noise and SNR estimates from the header's residuals (what the decoder conditions
-        on). refs: each frame's (estimate, row), replaced for the frames refined."""
+    def _refine_passed(self, ok: list[int], bits, segs, est, refs) -> None:
+        """Every header that passed its CRC (rows ``ok`` of ``bits``) serves as 576 known
+        symbols: the payload gets a channel estimate from 2 + 12 symbols instead of the long
+        training field's 2, and noise and SNR estimates from the header's residuals (what
+        the decoder conditions on). refs: each frame's (estimate, row), replaced for the
+        frames refined."""
         c = self.cfg
-        ok = [i for i in range(len(todo)) if crc_ok(bits[i])]
         if not ok:
             return
         with torch.inference_mode():
             d = 1.0 - 2.0 * code_header_bits(bits[ok], c).astype(np.float32)
             d = torch.from_numpy(d.reshape(len(ok), c.header_symbols, c.n_data))
-            sub = self.rx.refine_estimate(segs[ok], est.rows(ok), d, noise=True)
+            sub = self.path.refine_estimate(segs[ok], est.rows(ok), d, noise=True)
         for j, i in enumerate(ok):
             refs[i] = (sub, j)
 
@@ -537,8 +559,8 @@ class FrameReceiver:
         with torch.inference_mode():
             x = self._segments(dets, n_payload, est)
             if est is None:
-                return self.rx(x, n_payload)
-            return self.rx.equalize(x, est, n_payload)
+                return self.path(x, n_payload)
+            return self.path.equalize(x, est, n_payload)
 
     def _segments(
         self, dets: list[Detection], n_payload: int, est: ChannelEstimate | None
@@ -548,6 +570,12 @@ class FrameReceiver:
         CFO too."""
         c = self.cfg
         n = c.lts_len + (c.header_symbols + c.payload_symbols(n_payload)) * c.symbol_len
+        if self._fast is not None:
+            cfo = np.array([det.cfo_norm for det in dets])
+            if est is not None:
+                cfo = cfo + est.cfo_norm.double().numpy()
+            starts = np.array([det.lts_start - self._base for det in dets], np.int64)
+            return self._fast.cut(self._buf, starts, n, cfo)
         segs = np.empty((len(dets), n), np.complex64)
         for i, det in enumerate(dets):
             a = det.lts_start - self._base

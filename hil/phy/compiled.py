@@ -1,0 +1,639 @@
+"""The receive path compiled (numba), for the stream receiver.
+
+:class:`OfdmReceiver` is the receive path: torch, differentiable, the one training
+runs through. In the receiver process it runs without gradients on a few frames at a
+time, where each of its ~150 tensor operations costs more in dispatch than in
+arithmetic: a batch of one frame costs nearly as much as a batch of thirty.
+:class:`CompiledReceiver` computes the same estimates, tracking and equalisation (the
+same equations, step by step, with the same options) as loops compiled by numba, in
+float64 with complex64/float32 results like the torch path's, and its own radix-2 FFT,
+so one frame costs microseconds. ``FrameReceiver`` uses it where its receiver is a plain
+``OfdmReceiver``; ``tests/phy/test_compiled.py`` holds the two to the same results.
+
+Its methods take and return what ``OfdmReceiver``'s take and return (torch tensors on
+the CPU, :class:`ChannelEstimate`, :class:`RxResult`), so either serves the stream.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit
+
+from .numerology import OfdmConfig
+from .receive import ChannelEstimate, OfdmReceiver, RxResult
+from .sequences import payload_phases, pilot_values
+
+_TWO_PI = 2.0 * math.pi
+
+
+# ------------------------------------------------------------------------------ kernels
+@njit(cache=True, nogil=True)
+def _fft(buf, perm, tw, out):
+    """Orthonormal FFT of buf [N] complex128 into out [N] complex128 (radix 2, N a power of
+    two: OfdmConfig checks it); perm: the bit-reversal permutation [N] int64; tw: the
+    twiddles exp(-2 pi j k / N), k < N / 2 [N / 2] complex128."""
+    n = perm.shape[0]
+    for i in range(n):
+        out[i] = buf[perm[i]]
+    size = 2
+    while size <= n:
+        half = size // 2
+        step = n // size
+        for start in range(0, n, size):
+            for k in range(half):
+                t = tw[k * step] * out[start + k + half]
+                u = out[start + k]
+                out[start + k] = u + t
+                out[start + k + half] = u - t
+        size *= 2
+    scale = 1.0 / math.sqrt(n)
+    for i in range(n):
+        out[i] *= scale
+
+
+@njit(cache=True, nogil=True)
+def _rotation(cfo, inner):
+    """inner [N] complex128: exp(-2 pi j cfo i), i < N (a symbol's within-window phases)."""
+    for i in range(inner.shape[0]):
+        inner[i] = complex(math.cos(_TWO_PI * cfo * i), -math.sin(_TWO_PI * cfo * i))
+
+
+@njit(cache=True, nogil=True)
+def _symbol(x, r, a, cfo, inner, perm, tw, buf, out):
+    """out [N] complex128: the FFT of x[r, a : a + N] derotated by exp(-2 pi j cfo m) at
+    sample m (counted from x[r, 0]); inner: ``_rotation(cfo)``'s table (unread at cfo 0)."""
+    n = perm.shape[0]
+    if cfo == 0.0:
+        for i in range(n):
+            buf[i] = np.complex128(x[r, a + i])
+    else:
+        outer = complex(math.cos(_TWO_PI * cfo * a), -math.sin(_TWO_PI * cfo * a))
+        for i in range(n):
+            buf[i] = np.complex128(x[r, a + i]) * (outer * inner[i])
+    _fft(buf, perm, tw, out)
+
+
+@njit(cache=True, nogil=True)
+def _lts_ls(x, r, cfo, inner, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h):
+    """The least-squares estimate of frame r from its long training field, derotated by cfo
+    (inner: ``_rotation(cfo)``):
+    h [U] complex128 (the two symbols averaged, over the known values lts_ref [U]); returns
+    the noise variance per bin from their difference (OfdmReceiver._lts)."""
+    n = perm.shape[0]
+    s = lts_cp - backoff
+    _symbol(x, r, s, cfo, inner, perm, tw, buf, y1)
+    _symbol(x, r, s + n, cfo, inner, perm, tw, buf, y2)
+    n0 = 0.0
+    for u in range(used.shape[0]):
+        a, b = y1[used[u]], y2[used[u]]
+        h[u] = (a + b) / (2.0 * lts_ref[u])
+        d = a - b
+        n0 += d.real * d.real + d.imag * d.imag
+    return n0 / used.shape[0] / 2.0
+
+
+@njit(cache=True, nogil=True)
+def _on_bins(h_used, sig2, smooth, r_u, r_lam, used, h_out):
+    """h_out [N] complex128: h_used [U] on the used bins (zero elsewhere), LMMSE-smoothed
+    with LS error variance sig2 when smooth: U diag(lam / (lam + sig2)) U^H h."""
+    h_out[:] = 0.0
+    n_u = used.shape[0]
+    if not smooth:
+        for u in range(n_u):
+            h_out[used[u]] = h_used[u]
+        return
+    coef = np.empty(n_u, np.complex128)
+    for j in range(n_u):
+        acc = 0j
+        for u in range(n_u):
+            acc += h_used[u] * r_u[u, j].conjugate()
+        coef[j] = acc * (r_lam[j] / (r_lam[j] + sig2))
+    for u in range(n_u):
+        acc = 0j
+        for j in range(n_u):
+            acc += coef[j] * r_u[u, j]
+        h_out[used[u]] = acc
+
+
+@njit(cache=True, nogil=True)
+def _estimate_kernel(x, est_cfo, lts_cp, backoff, used, lts_ref, a, smooth, r_u, r_lam, perm, tw):
+    """OfdmReceiver.estimate for x [B, >= lts_len] complex64 -> cfo [B], h [B, N] complex128,
+    n0 [B], snr_db [B]."""
+    b = x.shape[0]
+    n = perm.shape[0]
+    n_u = used.shape[0]
+    cfo = np.zeros(b)
+    h = np.zeros((b, n), np.complex128)
+    n0 = np.empty(b)
+    snr = np.empty(b)
+    buf = np.empty(n, np.complex128)
+    y1 = np.empty(n, np.complex128)
+    y2 = np.empty(n, np.complex128)
+    h_ls = np.empty(n_u, np.complex128)
+    inner = np.empty(n, np.complex128)
+    for r in range(b):
+        if est_cfo:
+            acc = 0j
+            for i in range(n):
+                acc += np.complex128(x[r, lts_cp + i]).conjugate() * np.complex128(
+                    x[r, lts_cp + n + i]
+                )
+            cfo[r] = math.atan2(acc.imag, acc.real) / (_TWO_PI * n)
+            _rotation(cfo[r], inner)
+        v = _lts_ls(
+            x, r, cfo[r], inner, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h_ls
+        )
+        v = max(v, 1e-12)
+        p = 0.0
+        for u in range(n_u):
+            p += h_ls[u].real * h_ls[u].real + h_ls[u].imag * h_ls[u].imag
+        es = max(p / n_u - v / (2 * a * a), 0.01 * v)
+        n0[r] = v
+        snr[r] = 10.0 * math.log10(es / v)
+        _on_bins(h_ls, v / (2 * a * a), smooth, r_u, r_lam, used, h[r])
+    return cfo, h, n0, snr
+
+
+@njit(cache=True, nogil=True)
+def _refine_kernel(
+    x,
+    n0_in,
+    snr_in,
+    hdr,
+    pv,
+    n_h,
+    sym_len,
+    start,
+    lts_len,
+    lts_cp,
+    backoff,
+    used,
+    is_pilot,
+    col,
+    lts_ref,
+    a,
+    smooth,
+    r_u,
+    r_lam,
+    noise,
+    perm,
+    tw,
+):
+    """OfdmReceiver.refine_estimate for x [B, >= lts_len + header_len] complex64 (its CFO
+    removed), hdr [B, H, D] the header's symbols +-1, pv [H, P] the pilots -> h [B, N]
+    complex128, n0 [B], snr_db [B]. used[u]'s reference is pv[s, col[u]] where is_pilot[u],
+    else hdr[r, s, col[u]]."""
+    b = x.shape[0]
+    n = perm.shape[0]
+    n_u = used.shape[0]
+    h = np.zeros((b, n), np.complex128)
+    n0 = n0_in.copy()
+    snr = snr_in.copy()
+    buf = np.empty(n, np.complex128)
+    y1 = np.empty(n, np.complex128)
+    y2 = np.empty(n, np.complex128)
+    h_ls = np.empty(n_u, np.complex128)
+    obs = np.empty((n_h, n_u), np.complex128)
+    ref = np.empty((n_h, n_u))
+    h_used = np.empty(n_u, np.complex128)
+    for r in range(b):
+        _lts_ls(x, r, 0.0, buf, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h_ls)
+        for s in range(n_h):
+            _symbol(x, r, lts_len + s * sym_len + start, 0.0, buf, perm, tw, buf, y1)
+            cpe = 0j
+            for u in range(n_u):
+                ref[s, u] = pv[s, col[u]] if is_pilot[u] else hdr[r, s, col[u]]
+                obs[s, u] = y1[used[u]]
+                cpe += obs[s, u] * (h_ls[u] * ref[s, u]).conjugate()
+            m = max(abs(cpe), 1e-30)
+            rot = cpe.conjugate() / m
+            for u in range(n_u):
+                obs[s, u] *= rot
+        for u in range(n_u):
+            acc = 0j
+            for s in range(n_h):
+                acc += obs[s, u] * ref[s, u]
+            h_used[u] = (2.0 * h_ls[u] + acc / a) / (2.0 + n_h)
+        if noise:
+            tot = 0.0
+            for s in range(n_h):
+                cpe = 0j
+                for u in range(n_u):
+                    cpe += obs[s, u] * (a * h_used[u] * ref[s, u]).conjugate()
+                cpe = cpe / max(abs(cpe), 1e-30)
+                for u in range(n_u):
+                    d = obs[s, u] - a * h_used[u] * ref[s, u] * cpe
+                    tot += d.real * d.real + d.imag * d.imag
+            dof = (1.0 - 1.0 / (2 + n_h)) * n_h * n_u
+            v = max(tot / dof, 1e-12)
+            p = 0.0
+            for u in range(n_u):
+                p += h_used[u].real * h_used[u].real + h_used[u].imag * h_used[u].imag
+            es = max(p / n_u - v / ((2 + n_h) * a * a), 0.01 * v)
+            n0[r] = v
+            snr[r] = 10.0 * math.log10(es / v)
+        # _on_bins's noise model is two observations: n0 scaled to match
+        _on_bins(h_used, n0[r] * 2 / (2 + n_h) / (2 * a * a), smooth, r_u, r_lam, used, h[r])
+    return h, n0, snr
+
+
+@njit(cache=True, nogil=True)
+def _equalize_kernel(
+    x,
+    h,
+    n0,
+    cfo,
+    pv,
+    descr,
+    n_sym,
+    n_h,
+    n_payload,
+    sym_len,
+    start,
+    lts_len,
+    pd,
+    n_p,
+    pk,
+    k_pd,
+    a,
+    q_phase,
+    track,
+    smooth_tracking,
+    mmse,
+    perm,
+    tw,
+):
+    # k_pd: the signed subcarrier index of each of pd's bins (integers, as float64)
+    """OfdmReceiver.equalize (after derotating x by cfo [B]) for x [B, >= lts_len + n_sym
+    sym_len] complex64, h [B, N] complex, n0 [B] -> payload [B, k] complex128, gain [B, k],
+    header LLRs [B, n_h D], pilot EVM [B], tracked pilots [B, n_sym P] complex128."""
+    b = x.shape[0]
+    n = perm.shape[0]
+    n_pd = pd.shape[0]
+    n_d = n_pd - n_p
+    pay = np.empty((b, n_payload), np.complex128)
+    gain = np.empty((b, n_payload))
+    llr = np.empty((b, n_h * n_d))
+    evm = np.empty(b)
+    pil = np.empty((b, n_sym * n_p), np.complex128)
+    buf = np.empty(n, np.complex128)
+    y = np.empty(n, np.complex128)
+    g = np.empty((n_sym, n_pd), np.complex128)
+    hu = np.empty(n_pd, np.complex128)
+    p2 = np.empty(n_pd)
+    safe = np.empty(n_pd, np.complex128)
+    zs = np.empty(n_sym, np.complex128)
+    phi = np.empty(n_sym)
+    beta = np.empty(n_sym)
+    z = np.empty(n_p, np.complex128)
+    wgt = np.empty(n_d, np.complex128)
+    post = np.empty(n_d)
+    inner = np.empty(n, np.complex128)
+    k_max = 0
+    for j in range(n_pd):
+        k_max = max(k_max, abs(int(k_pd[j])))
+    step = np.empty(k_max + 1, np.complex128)  # exp(-j beta k), k = 0 .. k_max
+    for r in range(b):
+        if cfo[r] != 0.0:
+            _rotation(cfo[r], inner)
+        for s in range(n_sym):
+            _symbol(x, r, lts_len + s * sym_len + start, cfo[r], inner, perm, tw, buf, y)
+            for j in range(n_pd):
+                g[s, j] = y[pd[j]]
+        w_sum = 0.0
+        for j in range(n_pd):
+            hu[j] = h[r, pd[j]]
+            p2[j] = hu[j].real * hu[j].real + hu[j].imag * hu[j].imag
+            safe[j] = hu[j] if p2[j] > 1e-20 else complex(1e-10, 0.0)
+            if j < n_p:
+                w_sum += p2[j]
+        if track:
+            den = 0.0
+            for p in range(n_p):
+                den += p2[p] * pk[p] * pk[p]
+            den = max(den, 1e-30)
+            for s in range(n_sym):
+                acc = 0j
+                for p in range(n_p):
+                    acc += g[s, p] * (hu[p].conjugate() * pv[s, p])
+                zs[s] = acc
+            if smooth_tracking and n_sym > 1:
+                _smooth_phase(zs, n0[r], w_sum, a, q_phase, phi)
+            else:
+                for s in range(n_sym):
+                    phi[s] = math.atan2(zs[s].imag, zs[s].real)
+            for s in range(n_sym):
+                rot = complex(math.cos(phi[s]), -math.sin(phi[s]))
+                num = 0.0
+                for p in range(n_p):
+                    z[p] = g[s, p] * (hu[p].conjugate() * pv[s, p]) * rot
+                    num += p2[p] * pk[p] * math.atan2(z[p].imag, z[p].real)
+                beta[s] = num / den
+            if smooth_tracking and n_sym > 2:
+                _line_fit(beta)
+            for s in range(n_sym):
+                # exp(-j (phi + beta k)) = exp(-j phi) exp(-j beta)^k (k: integers)
+                e = complex(math.cos(beta[s]), -math.sin(beta[s]))
+                step[0] = 1.0
+                for k in range(1, k_max + 1):
+                    step[k] = step[k - 1] * e
+                rot = complex(math.cos(phi[s]), -math.sin(phi[s]))
+                for j in range(n_pd):
+                    k = int(k_pd[j])
+                    g[s, j] *= rot * (step[k] if k >= 0 else step[-k].conjugate())
+        v = n0[r]
+        for d in range(n_d):
+            j = n_p + d
+            if mmse:
+                wgt[d] = hu[j].conjugate() / (a * (p2[j] + v / (a * a)))
+            else:
+                wgt[d] = 1.0 / (a * safe[j])
+            post[d] = a * a * p2[j] / v
+        e = 0.0
+        for s in range(n_sym):
+            for p in range(n_p):
+                q = g[s, p] / (a * safe[p])
+                d = q - pv[s, p]
+                e += d.real * d.real + d.imag * d.imag
+                pil[r, s * n_p + p] = q * pv[s, p]
+        evm[r] = math.sqrt(e / (n_sym * n_p))
+        for s in range(n_h):
+            for d in range(n_d):
+                if mmse:
+                    sc = 4 * post[d] * (post[d] + 1) / max(post[d], 1e-30)
+                else:
+                    sc = 4 * post[d]
+                llr[r, s * n_d + d] = (g[s, n_p + d] * wgt[d]).real * sc
+        for i in range(n_payload):
+            s, d = n_h + i // n_d, i % n_d
+            pay[r, i] = g[s, n_p + d] * wgt[d] * descr[i]
+            gain[r, i] = post[d]
+    return pay, gain, llr, evm, pil
+
+
+@njit(cache=True, nogil=True)
+def _smooth_phase(zs, n0, pilot_power, a, q_phase, phi):
+    """OfdmReceiver._smooth_phase for one frame: zs [S] complex128 -> phi [S] radians."""
+    s_n = zs.shape[0]
+    acc = 0j
+    for s in range(s_n - 1):
+        acc += zs[s + 1] * zs[s].conjugate()
+    ramp = math.atan2(acc.imag, acc.real)
+    var = n0 / max(2 * a * a * pilot_power, 1e-30)
+    lam = q_phase / max(var, 1e-12)
+    rho = max(1 + lam / 2 - math.sqrt(lam + lam * lam / 4), 1e-30)
+    zr = np.empty(s_n, np.complex128)
+    for s in range(s_n):
+        zr[s] = zs[s] * complex(math.cos(ramp * s), -math.sin(ramp * s))
+    powers = np.empty(s_n)
+    powers[0] = 1.0
+    for d in range(1, s_n):
+        powers[d] = powers[d - 1] * rho
+    for i in range(s_n):
+        acc = 0j
+        for j in range(s_n):
+            acc += powers[abs(i - j)] * zr[j]
+        phi[i] = math.atan2(acc.imag, acc.real) + ramp * i
+
+
+@njit(cache=True, nogil=True)
+def _line_fit(y):
+    """Replace y [S] by its least-squares straight line over the index (receive.line_fit)."""
+    s_n = y.shape[0]
+    mid = (s_n - 1) / 2
+    num = 0.0
+    den = 0.0
+    mean = 0.0
+    for s in range(s_n):
+        t = s - mid
+        num += y[s] * t
+        den += t * t
+        mean += y[s]
+    mean /= s_n
+    slope = num / den
+    for s in range(s_n):
+        y[s] = mean + slope * (s - mid)
+
+
+@njit(cache=True, nogil=True)
+def _cut_derotate(buf, offsets, n, cfo, block):
+    """[B, n] complex64: buf[o : o + n] for each offset o [B] int64, times exp(-2 pi j f m)
+    at sample m of the cut (f = cfo [B] float64), the phase computed in float64 once a
+    block and once a sample within a block, as channel.functional.phase_ramp does."""
+    b = offsets.shape[0]
+    out = np.empty((b, n), np.complex64)
+    inner = np.empty(block, np.complex128)
+    for r in range(b):
+        f = cfo[r]
+        for i in range(block):
+            inner[i] = complex(math.cos(_TWO_PI * f * i), -math.sin(_TWO_PI * f * i))
+        o = offsets[r]
+        for m0 in range(0, n, block):
+            outer = complex(math.cos(_TWO_PI * f * m0), -math.sin(_TWO_PI * f * m0))
+            for i in range(min(block, n - m0)):
+                out[r, m0 + i] = np.complex128(buf[o + m0 + i]) * (outer * inner[i])
+    return out
+
+
+# ------------------------------------------------------------------------------ the class
+def _fft_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_fft``'s tables for size n (a power of two): the bit-reversal permutation [n] int64
+    and the twiddles exp(-2 pi j k / n), k < n / 2, [n / 2] complex128."""
+    bits = n.bit_length() - 1
+    perm = np.array([int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)], np.int64)
+    return perm, np.exp(-2j * np.pi * np.arange(n // 2) / n)
+
+
+def _np(t) -> np.ndarray:
+    return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+
+
+class CompiledReceiver:
+    """``OfdmReceiver``'s inference, compiled: ``__call__`` (forward), ``estimate``,
+    ``refine_estimate`` and ``equalize`` with its signatures and results (CPU tensors, in
+    complex64/float32 whatever the input's precision), for the receiver process.
+
+    Args:
+        rx: the torch receiver whose options (equaliser, smoothing, tracking, CFO, phase
+            noise) and constants this one takes.
+    """
+
+    def __init__(self, rx: OfdmReceiver):
+        if not isinstance(rx, OfdmReceiver):
+            raise TypeError(f"rx must be an OfdmReceiver, got {type(rx).__name__}")
+        self.rx = rx
+        self.cfg = c = rx.cfg
+        self._perm, self._tw = _fft_tables(c.fft_size)
+        self._used = c.bins(c.used).astype(np.int64)
+        pd = np.concatenate([c.pilot_carriers, c.data_carriers])
+        self._pd = c.bins(pd).astype(np.int64)
+        self._pk = c.pilot_carriers.astype(np.float64)
+        self._k_pd = pd.astype(np.float64)
+        self._lts_ref = rx.lts_ref.double().numpy()
+        self._r_u = np.ascontiguousarray(rx.r_u.numpy().astype(np.complex128))
+        self._r_lam = rx.r_lam.double().numpy()
+        pilots = {int(k): i for i, k in enumerate(c.pilot_carriers)}
+        data = {int(k): i for i, k in enumerate(c.data_carriers)}
+        self._is_pilot = np.array([int(k) in pilots for k in c.used])
+        self._col = np.array(
+            [pilots[int(k)] if int(k) in pilots else data[int(k)] for k in c.used], np.int64
+        )
+        self._start = c.cp_len - c.fft_backoff
+        self._pilots: dict[int, np.ndarray] = {}
+        self._descramble: dict[int, np.ndarray] = {}
+
+    @staticmethod
+    def supports(rx) -> bool:
+        """Whether ``rx`` is a plain OfdmReceiver (a subclass may change its steps)."""
+        return type(rx) is OfdmReceiver
+
+    def _pv(self, s: int) -> np.ndarray:
+        v = self._pilots.get(s)
+        if v is None:
+            v = self._pilots[s] = np.ascontiguousarray(pilot_values(self.cfg, s))
+        return v
+
+    def _descr(self, k: int) -> np.ndarray:
+        v = self._descramble.get(k)
+        if v is None:
+            v = self._descramble[k] = np.conj(payload_phases(k))
+        return v
+
+    def _x(self, x, n_payload: int) -> np.ndarray:
+        """x checked as OfdmReceiver._frame checks it, as complex64 numpy (no copy from a
+        complex64 CPU tensor)."""
+        if isinstance(x, torch.Tensor):
+            if not torch.is_complex(x) or x.dim() != 2:
+                raise ValueError(f"x must be [B, L] complex, got {x.dtype} {tuple(x.shape)}")
+            x = x.detach().cpu()
+        x = np.asarray(x)
+        if not np.iscomplexobj(x) or x.ndim != 2:
+            raise ValueError(f"x must be [B, L] complex, got {x.dtype} {x.shape}")
+        c = self.cfg
+        need = c.lts_len + (c.header_symbols + c.payload_symbols(n_payload)) * c.symbol_len
+        if x.shape[-1] < need:
+            raise ValueError(f"frame needs {need} samples from the LTS start, got {x.shape[-1]}")
+        return np.ascontiguousarray(x, np.complex64)
+
+    def __call__(self, x, n_payload: int, header=None) -> RxResult:
+        """OfdmReceiver.forward: x [B, >= lts_len + header_len + S symbol_len] complex from
+        the LTS start, as received; header None or [B, header_symbols, n_data] +-1."""
+        xn = self._x(x, n_payload)
+        est = self.estimate(xn)
+        if header is not None:
+            rot = self._derotate(xn, _np(est.cfo_norm).astype(np.float64))
+            est = self.refine_estimate(rot, est, header, noise=True)
+            return self.equalize(rot, est, n_payload)
+        return self._equalize(xn, est, n_payload, _np(est.cfo_norm).astype(np.float64))
+
+    def _derotate(self, x: np.ndarray, cfo: np.ndarray) -> np.ndarray:
+        offsets = np.arange(x.shape[0], dtype=np.int64) * x.shape[1]
+        return _cut_derotate(x.reshape(-1), offsets, x.shape[1], cfo, 64)
+
+    def estimate(self, x) -> ChannelEstimate:
+        """OfdmReceiver.estimate: x [B, >= lts_len] complex from the LTS start."""
+        c, rx = self.cfg, self.rx
+        if isinstance(x, torch.Tensor):
+            x = x.detach().cpu().numpy()
+        x = np.asarray(x)
+        if not np.iscomplexobj(x) or x.ndim != 2 or x.shape[-1] < c.lts_len:
+            raise ValueError(f"x must be [B, >= {c.lts_len}] complex, got {x.dtype} {x.shape}")
+        x = np.ascontiguousarray(x, np.complex64)
+        cfo, h, n0, snr = _estimate_kernel(
+            x, rx.estimate_cfo, c.lts_cp, c.fft_backoff, self._used, self._lts_ref, rx.a,
+            rx.smoothing == "lmmse", self._r_u, self._r_lam, self._perm, self._tw,
+        )  # fmt: skip
+        return _estimate(cfo, h, n0, snr)
+
+    def refine_estimate(self, x, est: ChannelEstimate, header, noise: bool = False):
+        """OfdmReceiver.refine_estimate: x from the LTS start with est's CFO removed; header
+        [B, header_symbols, n_data] real +-1."""
+        c, rx = self.cfg, self.rx
+        xn = self._x(x, 0)
+        hdr = np.ascontiguousarray(_np(header), np.float64)
+        b = xn.shape[0]
+        if hdr.shape != (b, c.header_symbols, c.n_data):
+            raise ValueError(
+                f"header must be [{b}, {c.header_symbols}, {c.n_data}] +-1, got {hdr.shape}"
+            )
+        h, n0, snr = _refine_kernel(
+            xn, _np(est.n0).astype(np.float64), _np(est.snr_db).astype(np.float64), hdr,
+            self._pv(c.header_symbols), c.header_symbols, c.symbol_len, self._start, c.lts_len,
+            c.lts_cp, c.fft_backoff, self._used, self._is_pilot, self._col, self._lts_ref,
+            rx.a, rx.smoothing == "lmmse", self._r_u, self._r_lam, bool(noise), self._perm,
+            self._tw,
+        )  # fmt: skip
+        cfo = _np(est.cfo_norm).astype(np.float32)
+        return _estimate(cfo, h, n0, snr)
+
+    def equalize(self, x, est: ChannelEstimate, n_payload: int) -> RxResult:
+        """OfdmReceiver.equalize: x from the LTS start with est's CFO removed."""
+        xn = self._x(x, n_payload)
+        return self._equalize(xn, est, n_payload, np.zeros(xn.shape[0]))
+
+    def _equalize(self, xn, est: ChannelEstimate, n_payload: int, cfo) -> RxResult:
+        c, rx = self.cfg, self.rx
+        b = xn.shape[0]
+        h, n0 = _np(est.h), _np(est.n0)
+        if h.shape != (b, c.fft_size) or n0.shape != (b,):
+            raise ValueError(f"estimate of shape h {h.shape}, n0 {n0.shape} for {b} frames")
+        n_sym = c.header_symbols + c.payload_symbols(n_payload)
+        pay, gain, llr, evm, pil = _equalize_kernel(
+            xn, np.ascontiguousarray(h, np.complex128), n0.astype(np.float64), cfo,
+            self._pv(n_sym), self._descr(n_payload), n_sym, c.header_symbols, n_payload,
+            c.symbol_len, self._start, c.lts_len, self._pd, rx.n_pilots, self._pk,
+            self._k_pd, rx.a, rx.q_phase, rx.track, rx.smooth_tracking, rx.equalizer == "mmse",
+            self._perm, self._tw,
+        )  # fmt: skip
+        t = torch.from_numpy
+        return RxResult(
+            symbols=t(pay.astype(np.complex64)),
+            h=t(np.ascontiguousarray(h, np.complex64)),
+            n0=t(n0.astype(np.float32)),
+            snr_db=t(_np(est.snr_db).astype(np.float32)),
+            cfo_norm=t(_np(est.cfo_norm).astype(np.float32)),
+            evm_pilots=t(evm.astype(np.float32)),
+            symbol_gain=t(gain.astype(np.float32)),
+            header_llr=t(llr.astype(np.float32)),
+            pilots=t(pil.astype(np.complex64)),
+        )
+
+    def cut(self, buf: np.ndarray, offsets: np.ndarray, n: int, cfo: np.ndarray) -> torch.Tensor:
+        """[B, n] complex64: buf[o : o + n] for each offset o [B] (int), derotated by
+        exp(-2 pi j f m) (f = cfo [B], cycles per sample; m from each cut's first sample),
+        the phase in float64: the stream receiver's segments."""
+        return torch.from_numpy(
+            _cut_derotate(
+                np.ascontiguousarray(buf, np.complex64),
+                np.asarray(offsets, np.int64),
+                int(n),
+                np.asarray(cfo, np.float64),
+                64,
+            )
+        )
+
+
+def _estimate(cfo, h, n0, snr) -> ChannelEstimate:
+    t = torch.from_numpy
+    return ChannelEstimate(
+        cfo_norm=t(np.asarray(cfo, np.float32)),
+        h=t(h.astype(np.complex64)),
+        n0=t(n0.astype(np.float32)),
+        snr_db=t(snr.astype(np.float32)),
+    )
+
+
+def warm_up(cfg: OfdmConfig | None = None) -> None:
+    """Compile (or load from numba's cache) every kernel once, on a tiny frame."""
+    rx = CompiledReceiver(OfdmReceiver(cfg or OfdmConfig()))
+    c = rx.cfg
+    x = np.zeros((1, c.lts_len + (c.header_symbols + 1) * c.symbol_len), np.complex64)
+    x[:, ::7] = 1
+    est = rx.estimate(x)
+    hdr = np.ones((1, c.header_symbols, c.n_data))
+    rx.refine_estimate(x, est, hdr, noise=True)
+    rx.equalize(x, est, 1)
+    rx.cut(x[0], np.zeros(1, np.int64), 10, np.zeros(1))
