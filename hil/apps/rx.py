@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import zmq
 
+from ..phy.stream import warm_up
 from ..transport import make_socket, recv_json
 from .common import (
     StopFlag,
@@ -205,6 +206,7 @@ def _main(a) -> int:
     stop = StopFlag()
     ckpt = resolve_checkpoint(a.checkpoint)
     phy, my_fp, decoders, refs = _decoding(a, ckpt)
+    warm_up(phy)  # the receive path's compiled kernels, before the first samples
     tap, dash = _live_view(a, log)  # bound before samples flow: its subscribers miss nothing
     ctx = zmq.Context()
     src = open_source(a, log, curve_client(a) if a.radio and not a.recording else None)

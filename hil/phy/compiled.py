@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from numba import njit
 
-from .numerology import OfdmConfig
 from .receive import ChannelEstimate, OfdmReceiver, RxResult
 from .sequences import payload_phases, pilot_values
 
@@ -624,16 +623,3 @@ def _estimate(cfo, h, n0, snr) -> ChannelEstimate:
         n0=t(n0.astype(np.float32)),
         snr_db=t(snr.astype(np.float32)),
     )
-
-
-def warm_up(cfg: OfdmConfig | None = None) -> None:
-    """Compile (or load from numba's cache) every kernel once, on a tiny frame."""
-    rx = CompiledReceiver(OfdmReceiver(cfg or OfdmConfig()))
-    c = rx.cfg
-    x = np.zeros((1, c.lts_len + (c.header_symbols + 1) * c.symbol_len), np.complex64)
-    x[:, ::7] = 1
-    est = rx.estimate(x)
-    hdr = np.ones((1, c.header_symbols, c.n_data))
-    rx.refine_estimate(x, est, hdr, noise=True)
-    rx.equalize(x, est, 1)
-    rx.cut(x[0], np.zeros(1, np.int64), 10, np.zeros(1))

@@ -20,6 +20,7 @@ from ..channel.functional import phase_ramp
 from ..convert import to_numpy, to_numpy_real, to_torch
 from .coding import MAX_LIST
 from .compiled import CompiledReceiver
+from .frame import FrameBuilder
 from .header import (
     HEADER_LIST,
     Header,
@@ -652,3 +653,17 @@ def viterbi_decode_batch(
     bits (list Viterbi with n_list paths where the best fails the CRC, held to the prior's
     known bits first), or raises nothing: bad rows decode to bits the CRC rejects."""
     return decode_header_bits(to_numpy_real(header_llr, np.float64), cfg, n_list, prior)
+
+
+def warm_up(cfg: OfdmConfig | None = None) -> None:
+    """Run one clean frame through a FrameReceiver (RuntimeError if it is not read): numba
+    compiles the kernels on their first call (or loads them from its cache), which a live
+    stream must not wait for."""
+    cfg = cfg or OfdmConfig()
+    h = Header(seq=0, item_id=0, fingerprint=bytes(8), payload_len=48, shape=(3, 4, 4))
+    x = FrameBuilder(cfg).build_numpy(np.ones(48, np.complex64), h)
+    events = FrameReceiver(cfg).push(
+        np.r_[np.zeros(500, np.complex64), x, np.zeros(500, np.complex64)]
+    )
+    if [e.header for e in events] != [h]:  # a receive path that cannot read a clean frame
+        raise RuntimeError(f"the receiver did not read a clean frame: {events}")

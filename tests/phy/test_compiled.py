@@ -12,6 +12,7 @@ from hil.channel.functional import phase_ramp
 from hil.phy import FrameBuilder, FrameReceiver, OfdmConfig
 from hil.phy.compiled import CompiledReceiver, _fft, _fft_tables
 from hil.phy.receive import OfdmReceiver
+from hil.phy.stream import warm_up
 
 from .helpers import impair, make_frames, make_stream, run_receiver
 
@@ -204,3 +205,8 @@ def test_the_stream_receives_the_same_frames_either_way():
         assert a.snr_db == pytest.approx(b.snr_db, abs=1e-4)
         assert a.cfo_hz == pytest.approx(b.cfo_hz, abs=1e-3)
         assert a.evm_pilots == pytest.approx(b.evm_pilots, rel=1e-4)
+
+
+def test_warm_up_reads_a_frame_in_each_numerology():
+    warm_up()
+    warm_up(OfdmConfig(fft_size=128, cp_len=32, used_half=52, pilots=(-43, -15, 15, 43)))
