@@ -521,8 +521,8 @@ def throughput(n_samples: int, seed=6):
     np.fft.fft(noise[: n_samples // 64 * 64].reshape(-1, 64), axis=1)
     fft_rate = n_samples / (time.perf_counter() - t)
 
-    def run(x, refine=True):
-        rx = FrameReceiver(CFG, refine_payload=refine)
+    def run(x, refine=True, compiled=True):
+        rx = FrameReceiver(CFG, refine_payload=refine, compiled=compiled)
         t = time.perf_counter()
         for i in range(0, len(x), 65536):
             rx.push(x[i : i + 65536])
@@ -552,6 +552,9 @@ def throughput(n_samples: int, seed=6):
         # the same stream without the header's refinement of the payload's estimate
         rate, rx = run(x, refine=False)
         rows.append((f"{name}, payload on the long training field's estimate", nf, rate, rx))
+        # the same stream through the torch receive module (the path before it was compiled)
+        rate, rx = run(x, compiled=False)
+        rows.append((f"{name}, the torch receive path (compiled=False)", nf, rate, rx))
     print("| what | MSamples/s | vs numpy FFT floor | real time (4 MSps) |")
     print("| --- | --- | --- | --- |")
     print(
@@ -579,6 +582,19 @@ def throughput(n_samples: int, seed=6):
             f"(timing/CFO refinement; header receive, decoding and, with the refinement, the "
             f"estimate it refines; payload receive); detection "
             f"{1e9 * sec['detect'] / n_samples:.1f} ns/sample."
+        )
+    by_name = {name: (rate, rx) for name, _, rate, rx in rows}
+    for name in ("sparse", "dense"):
+        (r1, a), (r0, b) = by_name[name], by_name[f"{name}, the torch receive path (compiled=False)"]
+
+        def per_frame(rx):
+            sec = rx.stats.seconds
+            return (sec["refine"] + sec["header"] + sec["payload"]) / max(rx.stats.frames, 1)
+
+        print(
+            f"\n{name[0].upper() + name[1:]}, compiled against the torch receive path in this run: "
+            f"{r1 / r0:.2f}x the samples per second, {per_frame(b) / per_frame(a):.2f}x less time "
+            f"per frame ({1e3 * per_frame(a):.3f} against {1e3 * per_frame(b):.3f} ms)."
         )
 
 

@@ -162,3 +162,27 @@ def test_bad_inputs_raise(gen):
         REGISTRY["awgn"]()(torch.zeros(2, 3, dtype=torch.complex64), generator=gen)
     with pytest.raises(ValueError, match="finite"):
         REGISTRY["awgn"]()(torch.zeros(2, 3, dtype=torch.complex64), float("nan"))
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_resample_compiled_equals_the_differentiable_sum(dtype):
+    """Without a gradient to follow, ``resample`` runs a compiled kernel: the same values as
+    the torch sum (the one training differentiates) to rounding, at fractional, integer,
+    negative and past-the-end positions, for several half widths."""
+    from hil.channel import functional as F
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3000, dtype=dtype, generator=g)
+    rdt = x.real.dtype
+    t = torch.arange(3100, dtype=torch.float64)[None] * (1 + 237e-6)
+    pos = (t - torch.tensor([[0.3], [-2.7]], dtype=torch.float64) - 40).to(rdt)
+    pos[0, 50] = 7.0
+    for w in (1, 4, 8):
+        fast = F.resample(x, pos, w)
+        with torch.enable_grad():
+            ref = F.resample(x.clone().requires_grad_(True), pos, w).detach()
+        assert fast.dtype == dtype and fast.shape == (2, 3100)
+        tol = 1e-6 if dtype == torch.complex64 else 1e-12
+        assert float((fast - ref).abs().max()) < tol * float(ref.abs().max())
+        assert fast[0, 50] == x[0, 7]  # an integer position reads the sample itself
+        assert fast[1, -1] == 0  # far past the end: nothing to read
