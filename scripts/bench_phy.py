@@ -40,6 +40,7 @@ from hil.phy.coding import (
 from hil.phy.header import HEADER_LEN, HEADER_LIST, decode_header_bits, encode_header_bits
 from hil.phy.ofdm import demodulate
 from hil.phy.sequences import payload_phases
+from hil.phy.stream import warm_up
 from hil.phy.sync import WEAK_SC_MAX
 
 CFG = OfdmConfig()
@@ -509,24 +510,34 @@ def papr(n: int, seed=5):
         )
 
 
-def throughput(n_samples: int, seed=6):
+def throughput(n_samples: int, seed=6, reps: int = 3):
     print(
-        f"\n## Streaming receiver throughput, one core ({n_samples / 1e6:g} M samples, chunks of 65536)\n"
+        f"\n## Streaming receiver throughput, one core ({n_samples / 1e6:g} M samples, chunks of "
+        f"65536; each row the best of {reps} runs)\n"
     )
     rng = np.random.default_rng(seed)
     noise = ((rng.standard_normal(n_samples) + 1j * rng.standard_normal(n_samples)) * 0.05).astype(
         np.complex64
     )
-    t = time.perf_counter()
-    np.fft.fft(noise[: n_samples // 64 * 64].reshape(-1, 64), axis=1)
-    fft_rate = n_samples / (time.perf_counter() - t)
+    blocks = noise[: n_samples // 64 * 64].reshape(-1, 64)
+    fft_rate = 0.0
+    for _ in range(reps):
+        t = time.perf_counter()
+        np.fft.fft(blocks, axis=1)
+        fft_rate = max(fft_rate, n_samples / (time.perf_counter() - t))
+    warm_up(CFG)  # numba's kernels compiled or loaded before the clock runs
 
     def run(x, refine=True, compiled=True):
-        rx = FrameReceiver(CFG, refine_payload=refine, compiled=compiled)
-        t = time.perf_counter()
-        for i in range(0, len(x), 65536):
-            rx.push(x[i : i + 65536])
-        return len(x) / (time.perf_counter() - t), rx
+        best = None
+        for _ in range(reps):
+            rx = FrameReceiver(CFG, refine_payload=refine, compiled=compiled)
+            t = time.perf_counter()
+            for i in range(0, len(x), 65536):
+                rx.push(x[i : i + 65536])
+            rate = len(x) / (time.perf_counter() - t)
+            if best is None or rate > best[0]:
+                best = (rate, rx)
+        return best
 
     rate_noise, _ = run(noise)
 
@@ -585,7 +596,10 @@ def throughput(n_samples: int, seed=6):
         )
     by_name = {name: (rate, rx) for name, _, rate, rx in rows}
     for name in ("sparse", "dense"):
-        (r1, a), (r0, b) = by_name[name], by_name[f"{name}, the torch receive path (compiled=False)"]
+        (r1, a), (r0, b) = (
+            by_name[name],
+            by_name[f"{name}, the torch receive path (compiled=False)"],
+        )
 
         def per_frame(rx):
             sec = rx.stats.seconds

@@ -97,22 +97,28 @@ def _lts_ls(x, r, cfo, inner, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1,
 @njit(cache=True, nogil=True)
 def _on_bins(h_used, sig2, smooth, r_u, r_lam, used, h_out):
     """h_out [N] complex128: h_used [U] on the used bins (zero elsewhere), LMMSE-smoothed
-    with LS error variance sig2 when smooth: U diag(lam / (lam + sig2)) U^H h."""
+    with LS error variance sig2 when smooth: U diag(lam / (lam + sig2)) U^H h, with r_lam
+    in descending order (r_u's columns to match). The eigenvectors whose gain is below 1e-9
+    are left out: a uniform delay profile over the CP leaves cp_len + 1 of them (17 of 52)
+    above 1e-14, the rest are rounding, and their share is far below float32's."""
     h_out[:] = 0.0
     n_u = used.shape[0]
     if not smooth:
         for u in range(n_u):
             h_out[used[u]] = h_used[u]
         return
-    coef = np.empty(n_u, np.complex128)
-    for j in range(n_u):
+    n_keep = 0
+    while n_keep < n_u and r_lam[n_keep] >= 1e-9 * (r_lam[n_keep] + sig2):
+        n_keep += 1
+    coef = np.empty(n_keep, np.complex128)
+    for j in range(n_keep):
         acc = 0j
         for u in range(n_u):
             acc += h_used[u] * r_u[u, j].conjugate()
         coef[j] = acc * (r_lam[j] / (r_lam[j] + sig2))
     for u in range(n_u):
         acc = 0j
-        for j in range(n_u):
+        for j in range(n_keep):
             acc += coef[j] * r_u[u, j]
         h_out[used[u]] = acc
 
@@ -472,8 +478,10 @@ class CompiledReceiver:
         self._pk = c.pilot_carriers.astype(np.float64)
         self._k_pd = pd.astype(np.float64)
         self._lts_ref = rx.lts_ref.double().numpy()
-        self._r_u = np.ascontiguousarray(rx.r_u.numpy().astype(np.complex128))
-        self._r_lam = rx.r_lam.double().numpy()
+        # the smoother's eigenvalues in descending order (_on_bins stops at the negligible ones)
+        order = np.argsort(-rx.r_lam.double().numpy(), kind="stable")
+        self._r_u = np.ascontiguousarray(rx.r_u.numpy().astype(np.complex128)[:, order])
+        self._r_lam = np.ascontiguousarray(rx.r_lam.double().numpy()[order])
         pilots = {int(k): i for i, k in enumerate(c.pilot_carriers)}
         data = {int(k): i for i, k in enumerate(c.data_carriers)}
         self._is_pilot = np.array([int(k) in pilots for k in c.used])

@@ -131,6 +131,31 @@ def _captured(rho, i, first, end, half, floor):
     return tot
 
 
+@njit(cache=True, nogil=True)
+def _lts_search(seg, start, coarse, l1, ll_energy, n, ext, lags, half):
+    """``StreamSync.refine``'s search over ``_lts_scores(seg, start, ...)``: the peak of the
+    lags ext .. ext + lags - 1 and the energy captured within +-half of it above their
+    median; then the peak moved one period (n) beyond the window where that lag scores
+    higher, and the fine CFO between the two long symbols at the final peak. Returns (peak
+    lag from seg's start, the energy captured at the first peak, at the final one, fine CFO
+    in cycles per sample)."""
+    rot, rho = _lts_scores(seg, start, coarse, l1, ll_energy, n)
+    scored = ext + lags + n
+    floor = np.median(rho[ext : ext + lags])
+    i = ext + int(np.argmax(rho[ext : ext + lags]))
+    first = _captured(rho, i, ext, ext + lags, half, floor)
+    final = first
+    for j in (i + n, i - n):
+        if 0 <= j < scored and not ext <= j < ext + lags and rho[j] > rho[i]:
+            i = j
+            final = _captured(rho, j, 0, scored, half, floor)
+            break
+    acc = 0j
+    for m in range(n):
+        acc += rot[i + m].conjugate() * rot[i + n + m]
+    return i, first, final, math.atan2(acc.imag, acc.real) / (2 * math.pi * n)
+
+
 def _complex(r: np.ndarray) -> np.ndarray:
     """r as a contiguous complex64 or complex128 array (the kernels are compiled for each;
     other dtypes become complex128)."""
@@ -138,15 +163,6 @@ def _complex(r: np.ndarray) -> np.ndarray:
     if r.dtype not in (np.complex64, np.complex128):
         r = r.astype(np.complex128)
     return np.ascontiguousarray(r)
-
-
-def _median(v: np.ndarray) -> float:
-    """np.median of a 1-D array, by partition (a tenth of np.median's overhead on ~100 values)."""
-    m = len(v) // 2
-    if len(v) % 2:
-        return float(np.partition(v, m)[m])
-    lo_hi = np.partition(v, [m - 1, m])
-    return float(0.5 * (lo_hi[m - 1] + lo_hi[m]))
 
 
 WEAK_SC_MAX = 0.8  # a Schmidl-Cox metric this high is a constant or a tone, or a strong frame
@@ -249,39 +265,25 @@ class StreamSync:
         if len(seg) < ext + lags + n - 1 + len(self.ll):
             return None
         # the two half-length correlations combined non-coherently (a residual CFO cannot
-        # decorrelate them), over lags lo - ext .. hi + n
-        seg, rho_all = _lts_scores(
-            _complex(seg), lo - ext, coarse, self.ll[:n],
-            self.ll_energy, n,
+        # decorrelate them), over lags lo - ext .. hi + n. Multipath spreads the LTS over
+        # several lags: the gate is the energy captured within +-cp_len of the peak above
+        # the search window's median (the noise floor; the LTS occupies at most ~2 cp_len of
+        # the 2 search + 1 lags). An LTS in the window: the true peak may lie one period
+        # beyond the window's end (_lts_search moves it there).
+        i, first, captured, fine = _lts_search(
+            _complex(seg), lo - ext, coarse, self.ll[:n], self.ll_energy, n, ext, lags,
+            c.cp_len,
         )  # fmt: skip
-        scored = ext + lags + n  # lags scored, from lo - ext
-        rho_all = rho_all[:scored]
-        rho = rho_all[ext : ext + lags]  # the search window
-        # Multipath spreads the LTS over several lags: gate on the energy captured
-        # within +-cp_len of the peak above the window's median (the noise floor;
-        # the LTS occupies at most ~2 cp_len of the 2 search + 1 lags).
-        floor = _median(rho)
-        i = int(np.argmax(rho)) + ext  # in rho_all
-        captured = _captured(rho_all, i, ext, ext + lags, c.cp_len, floor)
-        self.last_captured = captured
+        self.last_captured = first
         weak = self.strong_sc <= sc_metric < WEAK_SC_MAX
-        gate = self.weak_lts if weak else self.lts_threshold
-        if captured < gate:
+        if first < (self.weak_lts if weak else self.lts_threshold):
             return None
-        # an LTS in the window: the true peak may lie one period beyond the window's end
-        for j in (i + n, i - n):
-            if 0 <= j < scored and not ext <= j < ext + lags and rho_all[j] > rho_all[i]:
-                i, captured = j, _captured(rho_all, j, 0, scored, c.cp_len, floor)
-                break
         t = lo - ext + i
-        a = seg[i : i + c.fft_size]
-        b = seg[i + c.fft_size : i + 2 * c.fft_size]
-        fine = np.angle(np.vdot(a, b)) / (2 * np.pi * c.fft_size)
         lts_start = t - c.lts_cp
         return Detection(
             frame_start=r0 + lts_start - c.sts_len,
             lts_start=r0 + lts_start,
-            cfo_norm=float(coarse + fine),
+            cfo_norm=coarse + fine,
             sc_metric=0.0,
             lts_metric=captured,
         )
