@@ -122,51 +122,35 @@ EQUIVALENT: dict[str, str] = {
         "before anything is summed"
     ),
     "hil.phy.coding.x__llr_batch__mutmut_5": "as _llr_batch mutmut_3 (dtype argument dropped)",
-    "hil.phy.coding.x_invert_hard_batch__mutmut_22": (
-        "astype(None) is float64: the same 0/1 values"
-    ),
-    "hil.phy.coding.x_invert_hard_batch__mutmut_23": (
-        "0/1 bits cast to float64 directly instead of through uint8: the same values for the "
-        "0/1 inputs the function takes (only values such as 256 would differ)"
-    ),
+    **{
+        f"hil.phy.coding.x_invert_hard_batch__mutmut_{m}": (
+            "the generators' taps (0/1) as int64 instead of uint8: the compiled inversion ANDs "
+            "and XORs them into uint8 bits, the same values"
+        )
+        for m in (35, 37, 41, 43)
+    },
     # hil/phy/sync.py
     "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_1": (
         "sc_metric's default 1.0 instead of 0.0: both lie outside [strong_sc, WEAK_SC_MAX) "
         "(strong_sc >= threshold > 0, WEAK_SC_MAX = 0.8), so a caller that gives no metric "
         "gets the strong long-training gate either way"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_62": (
+    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_72": (
         "the coarse derotation's phase origin moved: a constant phase on the whole segment, "
         "which neither the correlation magnitudes nor the fine CFO (a phase difference) see"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_70": "np.correlate's mode defaults to 'valid'",
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_154": (
-        "j <= scored: j = i + n with i inside the window is at most scored - 1, and j = i - n "
-        "is smaller still"
+    "hil.phy.sync.xǁStreamSyncǁmetric__mutmut_2": (
+        "(len(r) - L) / L < W instead of // : for an integer W and q >= 0, q < W exactly when "
+        "floor(q) < W"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_156": (
-        "ext < j instead of ext <= j: j = ext lies in the window, whose maximum is i, so "
-        "rho[j] > rho[i] is false either way"
+    "hil.phy.sync.x__complex__mutmut_3": (
+        "complex input cast to complex128, real input passed as it is: the kernels convert "
+        "every sample with np.complex128 whatever its dtype, so the sums are the same"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_158": (
-        "ext <= j < ext - lags is empty, so lags inside the window are considered too; but the "
-        "window's maximum is i, so none of them scores higher"
+    "hil.phy.sync.x__complex__mutmut_5": (
+        "real input cast to float64 instead of complex128: the kernels convert every sample "
+        "with np.complex128, the same values"
     ),
-    "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_159": (
-        "rho[j] >= rho[i]: moves on an exact tie between two lags a period apart, where "
-        "neither is more likely"
-    ),
-    "hil.phy.sync.x__median__mutmut_19": (
-        "partition at m - 2 and m: index m - 1 lies between two placed order statistics, the "
-        "only element there, so it is the (m - 1)-th all the same"
-    ),
-    "hil.phy.sync.x__ramp__mutmut_1": (
-        "block 65 instead of 64: any block size factors the same ramp (to rounding, 1e-15)"
-    ),
-    "hil.phy.sync.x__ramp__mutmut_4": (
-        "q = n / block as a float: np.arange(q) then holds ceil(n / block) values, as -(-n // block)"
-    ),
-    "hil.phy.sync.x__ramp__mutmut_25": "numpy's reshape takes -2 as -1 (unknown)",
     # hil/phy/receive.py
     "hil.phy.receive.x_line_fit__mutmut_2": "dim +1 is dim -1 of the [B, S] line_fit takes",
     "hil.phy.receive.x_line_fit__mutmut_23": "dim +1 is dim -1 of the [B, S] line_fit takes",

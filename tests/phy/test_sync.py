@@ -481,3 +481,27 @@ def test_refine_helpers_equal_their_numpy_definitions():
         lo, hi = max(i - 16, first), min(i + 17, end)
         want = float(np.clip(v[lo:hi] - 0.4, 0, None).sum())
         assert _captured(v, i, first, end, 16, 0.4) == pytest.approx(want, rel=1e-12)
+
+
+def test_metric_and_refine_take_real_and_either_complex_precision():
+    """The compiled kernels read complex64, complex128 and real samples alike (real ones as
+    complex128): the same metric and the same detection from each."""
+    rng = np.random.default_rng(21)
+    frames, _, _ = make_frames(FB, rng, 1)
+    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    y = impair(x, snr_db=15.0, cfo_hz=0.0, seed=4)
+    s = StreamSync(CFG)
+    m, p = s.metric(y)
+    m128, p128 = s.metric(y.astype(np.complex128))
+    np.testing.assert_array_equal(m, m128)
+    np.testing.assert_array_equal(p, p128)
+    re = y.real.astype(np.float64)
+    m_re, p_re = s.metric(re)
+    m_c, p_c = s.metric(re.astype(np.complex128))
+    np.testing.assert_array_equal(m_re, m_c)
+    np.testing.assert_array_equal(p_re, p_c)
+    d = s.refine(y, 0, 96, complex(p[6]))
+    d128 = s.refine(y.astype(np.complex128), 0, 96, complex(p[6]))
+    assert d is not None and d == d128
+    d_re = s.refine(re, 0, 96, complex(p_re[6]), float(m_re[6]))
+    assert d_re == s.refine(re.astype(np.complex128), 0, 96, complex(p_c[6]), float(m_c[6]))
