@@ -63,7 +63,7 @@ def _train(args) -> int:
 def _export(args) -> int:
     from .jscc.checkpoint import export_checkpoint
 
-    print(export_checkpoint(args.checkpoint, args.out))
+    print(export_checkpoint(args.checkpoint, args.out, args.sample_rate))
     return 0
 
 
@@ -170,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--checkpoint", required=True)
     d.add_argument("--out", required=True)
+    d.add_argument(
+        "--sample-rate",
+        type=float,
+        default=None,
+        metavar="HZ",
+        help="the copy's PHY at this sample rate (same weights; a new fingerprint): for a "
+        "radio profile at another rate, e.g. 20e6",
+    )
     d.set_defaults(func=_export)
 
     for name, helptext in (

@@ -215,12 +215,28 @@ def _trained_snr(doc: dict) -> tuple[float, float] | None:
     return None
 
 
-def export_checkpoint(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
-    """Copy a checkpoint without its optimiser and RNG state (what ships with the link)."""
+def export_checkpoint(
+    src: str | os.PathLike, dst: str | os.PathLike, sample_rate_hz: float | None = None
+) -> Path:
+    """Copy a checkpoint without its optimiser and RNG state (what ships with the link).
+
+    sample_rate_hz: None, or the copy's PHY at another sample rate (a radio that runs at
+    20 MSps): the same weights and numerology, so the same symbols; the PHY config is the
+    one source of the rate, so the copy is another model to the link (its own
+    fingerprint), and its document says where it came from (``retargeted_from``). The
+    model was trained at the source's rate: what a channel does per sample (multipath in
+    samples, CFO and phase noise per symbol) scales with the rate."""
     model, phy, doc, _ = load_checkpoint(src)
     meta = {k: v for k, v in doc.items() if k not in ("format", "fingerprint", "model", "phy")}
     meta["exported_from"] = str(stem_of(src).name)
+    same_phy = sample_rate_hz is None or float(sample_rate_hz) == phy.sample_rate_hz
+    if not same_phy:
+        meta["retargeted_from"] = {
+            "fingerprint": doc["fingerprint"],
+            "sample_rate_hz": phy.sample_rate_hz,
+        }
+        phy = OfdmConfig.from_dict({**phy.to_dict(), "sample_rate_hz": float(sample_rate_hz)})
     out = save_checkpoint(dst, model, phy, meta)
-    if read_meta(out)["fingerprint"] != doc["fingerprint"]:
+    if same_phy and read_meta(out)["fingerprint"] != doc["fingerprint"]:
         raise CheckpointError("export changed the fingerprint; refusing")
     return out

@@ -88,3 +88,47 @@ def test_link_refuses_a_profile_at_another_rate(tmp_path):
     )
     assert r.returncode != 0
     assert "sample_rate_hz = 8e+06, the checkpoint's PHY runs at 4e+06 Hz" in r.stderr
+
+
+def test_a_checkpoint_exported_for_another_rate_runs_a_link_at_that_rate(tmp_path):
+    """hil export --sample-rate: the same weights and numerology with the PHY at 20 MSps (a
+    new fingerprint; the document names its source); the 20 MSps sim profile refuses the
+    shipped 4 MSps model and runs the exported one: every frame decoded."""
+    import json
+
+    from safetensors.numpy import load_file
+
+    from hil.apps.common import shipped_checkpoint
+    from hil.jscc.checkpoint import read_meta
+
+    src = shipped_checkpoint()
+    out = tmp_path / "k6_20m"
+    r = subprocess.run(
+        [sys.executable, "-m", "hil.cli", "export", "--checkpoint", str(src), "--out", str(out),
+         "--sample-rate", "20e6"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    a, b = read_meta(src), read_meta(out)
+    assert b["phy"] == {**a["phy"], "sample_rate_hz": 20e6}
+    assert b["fingerprint"] != a["fingerprint"]
+    assert b["retargeted_from"] == {"fingerprint": a["fingerprint"], "sample_rate_hz": 4e6}
+    wa, wb = load_file(f"{src}.safetensors"), load_file(f"{out}.safetensors")
+    assert wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
+    prof = str(ROOT / "firmware_configs/sim_clean_20msps.toml")
+
+    def link(ckpt):
+        return subprocess.run(
+            [sys.executable, "-m", "hil.cli", "link", "--profile", prof, "--checkpoint",
+             str(ckpt), "--count", "4", "--json", "--out", str(tmp_path / "o")],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    r = link(src)
+    assert r.returncode != 0
+    assert "sample_rate_hz = 2e+07, the checkpoint's PHY runs at 4e+06 Hz" in r.stderr
+    r = link(out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(r.stdout)
+    assert s["sample_rate_hz"] == 20e6 and s["counts"]["decoded"] == 4
+    assert s["fingerprint"] == b["fingerprint"] and s["psnr_db_mean"] > 25

@@ -219,6 +219,14 @@ def test_export_drops_the_training_state_and_keeps_the_fingerprint(ckpt, tmp_pat
     assert doc == {**src, "exported_from": "m"}
     _, _, _, extra = load_checkpoint(out)
     assert extra == {}
+    # the same rate asked for explicitly is the same PHY: the same fingerprint, no source named
+    again = export_checkpoint(stem, tmp_path / "out" / "f", sample_rate_hz=4e6)
+    assert read_meta(again) == {**src, "exported_from": "m"}
+    # another rate: another PHY, another fingerprint, the source named
+    other = read_meta(export_checkpoint(stem, tmp_path / "out" / "g", sample_rate_hz=10e6))
+    assert other["phy"] == {**src["phy"], "sample_rate_hz": 10e6}
+    assert other["fingerprint"] != src["fingerprint"]
+    assert other["retargeted_from"] == {"fingerprint": src["fingerprint"], "sample_rate_hz": 4e6}
 
 
 def _err(fn, *a, **k) -> str:
