@@ -163,6 +163,18 @@ def fullscale(count: int, snrs=(20.0, 40.0)):
     )
 
 
+def _pace_row(label: str, s: dict) -> str:
+    """A table row from a link's summary: label | images/s | airtime | receiver busy time |
+    real-time factor | samples lost | decoded |."""
+    air = s["stream_samples"] / s["sample_rate_hz"]
+    busy = max(s["stream_seconds"], 1e-9)
+    c = s["counts"]
+    return (
+        f"| {label} | {c['decoded'] / busy:.0f} | {air:.2f} | {busy:.2f} | {air / busy:.2f}x | "
+        f"{s['receiver']['lost_samples']} | {c['decoded']}/{c['sent']} |"
+    )
+
+
 def speed(count: int):
     print(f"\n## Processing vs airtime ({count} images of 32x32, one frame each, 4 MSps)\n")
     print(
@@ -182,13 +194,7 @@ def speed(count: int):
                 *extra,
             ]
         )
-        air = s["stream_samples"] / s["sample_rate_hz"]
-        busy = s["stream_seconds"]
-        c = s["counts"]
-        print(
-            f"| {mode} | {c['decoded'] / max(busy, 1e-9):.0f} | {air:.2f} | {busy:.2f} | {air / max(busy, 1e-9):.2f}x | "
-            f"{s['receiver']['lost_samples']} | {c['decoded']}/{c['sent']} |"
-        )
+        print(_pace_row(mode, s))
     print(
         "\nreal-time factor = airtime received / wall time from the first to the last RX message; "
         "above 1x the receiver outruns the radio. Paced, it equals the radio's pace (1x) when processing keeps up."
@@ -219,14 +225,7 @@ def speed20(count: int, gaps=(200_000, 100_000, 0)):
                     "--pace",
                 ]
             )
-            air = s["stream_samples"] / s["sample_rate_hz"]
-            busy = s["stream_seconds"]
-            c = s["counts"]
-            print(
-                f"| {g} | {c['decoded'] / max(busy, 1e-9):.0f} | {air:.2f} | {busy:.2f} | "
-                f"{air / max(busy, 1e-9):.2f}x | {s['receiver']['lost_samples']} | "
-                f"{c['decoded']}/{c['sent']} | {s['psnr_db_mean'] or float('nan'):.2f} |"
-            )
+            print(_pace_row(str(g), s) + f" {s['psnr_db_mean'] or float('nan'):.2f} |")
     print(
         "\nThe sim radio waits for a receiver that falls behind (a real one would drop samples): "
         "a real-time factor of 1x or more is what keeps pace without loss. All three processes "

@@ -553,7 +553,7 @@ class CompiledReceiver:
             x, rx.estimate_cfo, c.lts_cp, c.fft_backoff, self._used, self._lts_ref, rx.a,
             rx.smoothing == "lmmse", self._r_u, self._r_lam, self._perm, self._tw,
         )  # fmt: skip
-        return _estimate(cfo, h, n0, snr)
+        return _as_estimate(cfo, h, n0, snr)
 
     def refine_estimate(self, x, est: ChannelEstimate, header, noise: bool = False):
         """OfdmReceiver.refine_estimate: x from the LTS start with est's CFO removed; header
@@ -574,7 +574,7 @@ class CompiledReceiver:
             self._tw,
         )  # fmt: skip
         cfo = _np(est.cfo_norm).astype(np.float32)
-        return _estimate(cfo, h, n0, snr)
+        return _as_estimate(cfo, h, n0, snr)
 
     def equalize(self, x, est: ChannelEstimate, n_payload: int) -> RxResult:
         """OfdmReceiver.equalize: x from the LTS start with est's CFO removed."""
@@ -623,7 +623,7 @@ class CompiledReceiver:
         )
 
 
-def _estimate(cfo, h, n0, snr) -> ChannelEstimate:
+def _as_estimate(cfo, h, n0, snr) -> ChannelEstimate:
     t = torch.from_numpy
     return ChannelEstimate(
         cfo_norm=t(np.asarray(cfo, np.float32)),
