@@ -526,8 +526,10 @@ class CompiledReceiver:
         return np.ascontiguousarray(x, np.complex64)
 
     def __call__(self, x, n_payload: int, header=None) -> RxResult:
-        """OfdmReceiver.forward: x [B, >= lts_len + header_len + S symbol_len] complex from
-        the LTS start, as received; header None or [B, header_symbols, n_data] +-1."""
+        """OfdmReceiver.forward: x [B, >= lts_len + header_len + S symbol_len] complex
+        (tensor or array, any precision) from the LTS start, as received; n_payload k;
+        header None or [B, header_symbols, n_data] real +-1 -> RxResult (complex64/float32
+        CPU tensors)."""
         xn = self._x(x, n_payload)
         est = self.estimate(xn)
         if header is not None:
@@ -541,7 +543,8 @@ class CompiledReceiver:
         return _cut_derotate(x.reshape(-1), offsets, x.shape[1], cfo, 64)
 
     def estimate(self, x) -> ChannelEstimate:
-        """OfdmReceiver.estimate: x [B, >= lts_len] complex from the LTS start."""
+        """OfdmReceiver.estimate: x [B, >= lts_len] complex (tensor or array, any precision)
+        from the LTS start -> ChannelEstimate (float32/complex64 CPU tensors)."""
         c, rx = self.cfg, self.rx
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
@@ -556,8 +559,10 @@ class CompiledReceiver:
         return _as_estimate(cfo, h, n0, snr)
 
     def refine_estimate(self, x, est: ChannelEstimate, header, noise: bool = False):
-        """OfdmReceiver.refine_estimate: x from the LTS start with est's CFO removed; header
-        [B, header_symbols, n_data] real +-1."""
+        """OfdmReceiver.refine_estimate: x [B, >= lts_len + header_len] complex (tensor or
+        array) from the LTS start with est's CFO removed; est the frames' ChannelEstimate;
+        header [B, header_symbols, n_data] real +-1 -> ChannelEstimate (float32/complex64
+        CPU tensors; noise: also the noise and SNR from the header's residuals)."""
         c, rx = self.cfg, self.rx
         xn = self._x(x, 0)
         hdr = np.ascontiguousarray(_np(header), np.float64)
@@ -577,7 +582,10 @@ class CompiledReceiver:
         return _as_estimate(cfo, h, n0, snr)
 
     def equalize(self, x, est: ChannelEstimate, n_payload: int) -> RxResult:
-        """OfdmReceiver.equalize: x from the LTS start with est's CFO removed."""
+        """OfdmReceiver.equalize: x [B, >= lts_len + header_len + S symbol_len] complex
+        (tensor or array, any precision) from the LTS start with est's CFO removed; est the
+        frames' ChannelEstimate (h [B, N], n0 [B]); n_payload k -> RxResult (complex64/float32
+        CPU tensors)."""
         xn = self._x(x, n_payload)
         return self._equalize(xn, est, n_payload, np.zeros(xn.shape[0]))
 
