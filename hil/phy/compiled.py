@@ -497,15 +497,23 @@ class CompiledReceiver:
         """Whether ``rx`` is a plain OfdmReceiver (a subclass may change its steps)."""
         return type(rx) is OfdmReceiver
 
+    CACHED = 256  # frame lengths whose pilot and descrambling tables are kept
+
     def _pv(self, s: int) -> np.ndarray:
+        """The pilot values of s symbols, [s, P] float64 (kept per length)."""
         v = self._pilots.get(s)
         if v is None:
+            if len(self._pilots) >= self.CACHED:  # a stream of ever new lengths stays bounded
+                self._pilots.clear()
             v = self._pilots[s] = np.ascontiguousarray(pilot_values(self.cfg, s))
         return v
 
     def _descr(self, k: int) -> np.ndarray:
+        """The payload's descrambling rotations for k symbols, [k] complex128 (kept per k)."""
         v = self._descramble.get(k)
         if v is None:
+            if len(self._descramble) >= self.CACHED:
+                self._descramble.clear()
             v = self._descramble[k] = np.conj(payload_phases(k))
         return v
 

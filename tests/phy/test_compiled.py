@@ -12,6 +12,7 @@ from hil.channel.functional import phase_ramp
 from hil.phy import FrameBuilder, FrameReceiver, OfdmConfig
 from hil.phy.compiled import CompiledReceiver, _fft, _fft_tables
 from hil.phy.receive import OfdmReceiver
+from hil.phy.sequences import payload_phases
 from hil.phy.stream import warm_up
 
 from .helpers import impair, make_frames, make_stream, run_receiver
@@ -210,3 +211,13 @@ def test_the_stream_receives_the_same_frames_either_way():
 def test_warm_up_reads_a_frame_in_each_numerology():
     warm_up()
     warm_up(OfdmConfig(fft_size=128, cp_len=32, used_half=52, pilots=(-43, -15, 15, 43)))
+
+
+def test_the_tables_kept_per_frame_length_stay_bounded():
+    fast = CompiledReceiver(OfdmReceiver(CFG))
+    for k in range(1, 3 * CompiledReceiver.CACHED):
+        fast._descr(k)
+        fast._pv(k)
+    assert len(fast._descramble) <= CompiledReceiver.CACHED
+    assert len(fast._pilots) <= CompiledReceiver.CACHED
+    np.testing.assert_array_equal(fast._descr(5), np.conj(payload_phases(5)))
