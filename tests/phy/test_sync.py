@@ -253,6 +253,16 @@ def test_metric_is_its_definition_exactly():
         assert len(m) == len(p) == k and p.dtype == np.complex128
 
 
+def _one_frame(seed: int, lead: int = 80, tail: int = 200, fb: FrameBuilder = FB) -> np.ndarray:
+    """One frame (make_frames with default_rng(seed)) between lead and tail zeros, complex64."""
+    frames, _, _ = make_frames(fb, np.random.default_rng(seed), 1)
+    return np.r_[np.zeros(lead, np.complex64), frames[0], np.zeros(tail, np.complex64)]
+
+
+def _one_frame_at_400():
+    return impair(_one_frame(9, lead=400, tail=400), snr_db=20, cfo_hz=2e3, seed=6)
+
+
 def _ref_refine(r, r0, pos, p, c=CFG):
     """Fine timing and CFO by the module docstring, one lag at a time."""
     L = c.sts_period
@@ -283,9 +293,7 @@ def test_refine_is_its_definition(cfo, scale, snr_db):
     """A frame at sample 80 of r (r0 = 5000) with CFO and noise: timing, CFO and the captured
     LTS energy equal the brute-force computation; the detection is found exactly when r holds
     needed_after samples, not one fewer."""
-    rng = np.random.default_rng(7)
-    frames, _, _ = make_frames(FB, rng, 1)
-    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    x = _one_frame(7)
     y = impair(x, snr_db=snr_db, cfo_hz=cfo * 4e6, seed=3) * np.float32(scale)
     s = StreamSync(CFG)
     m, p = s.metric(y)
@@ -319,9 +327,7 @@ def test_refine_rejects_noise_and_remembers_what_it_captured():
 def test_lts_energy_is_gathered_within_cp_len_of_the_peak(delay, inside):
     """Two equal paths: the echo at cp_len counts toward the captured energy, one sample later
     it does not."""
-    rng = np.random.default_rng(5)
-    frames, _, _ = make_frames(FB, rng, 1)
-    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    x = _one_frame(5)
     y = (x + np.roll(x, delay)) / np.sqrt(2)
     s = StreamSync(CFG)
     _, p = s.metric(y)
@@ -336,9 +342,7 @@ def test_refine_with_a_128_point_fft():
     second LTS half is still the one right after the first."""
     cfg = OfdmConfig(fft_size=128, cp_len=32)
     fb = FrameBuilder(cfg)
-    rng = np.random.default_rng(2)
-    frames, _, _ = make_frames(fb, rng, 1)
-    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(400, np.complex64)]
+    x = _one_frame(2, tail=400, fb=fb)
     y = impair(x, snr_db=15, cfo_hz=8e3, seed=4)
     s = StreamSync(cfg)
     m, p = s.metric(y)
@@ -356,10 +360,7 @@ def test_refine_from_a_plateau_estimate_more_than_the_search_off(blocks_off):
     search: the window then holds a half-aligned LTS peak one period (64 samples) from the
     true one, and refine moves to the true one (before: frames found 64 samples off, their
     headers lost). A quiet gap before a frame stretches the plateau early in just this way."""
-    rng = np.random.default_rng(9)
-    frames, _, _ = make_frames(FB, rng, 1)
-    x = np.r_[np.zeros(400, np.complex64), frames[0], np.zeros(400, np.complex64)]
-    y = impair(x, snr_db=20, cfo_hz=2e3, seed=6)
+    y = _one_frame_at_400()
     s = StreamSync(CFG)
     _, p = s.metric(y)
     right = 400 + 16 * 1  # a window on the plateau: its middle lies 16 samples later
@@ -376,13 +377,6 @@ def test_dense_frames_with_quiet_gaps_all_found_on_time(rng):
     y = impair(x, snr_db=20, cfo_hz=10e3, seed=8)
     ev = run_receiver(FrameReceiver(CFG), y, 65536)
     _check(ev, starts, headers, cfo_hz=10e3)
-
-
-def _one_frame_at_400():
-    rng = np.random.default_rng(9)
-    frames, _, _ = make_frames(FB, rng, 1)
-    x = np.r_[np.zeros(400, np.complex64), frames[0], np.zeros(400, np.complex64)]
-    return impair(x, snr_db=20, cfo_hz=2e3, seed=6)
 
 
 def test_refine_moves_a_period_at_both_edges_of_its_window():
@@ -486,9 +480,7 @@ def test_refine_helpers_equal_their_numpy_definitions():
 def test_metric_and_refine_take_real_and_either_complex_precision():
     """The compiled kernels read complex64, complex128 and real samples alike (real ones as
     complex128): the same metric and the same detection from each."""
-    rng = np.random.default_rng(21)
-    frames, _, _ = make_frames(FB, rng, 1)
-    x = np.r_[np.zeros(80, np.complex64), frames[0], np.zeros(200, np.complex64)]
+    x = _one_frame(21)
     y = impair(x, snr_db=15.0, cfo_hz=0.0, seed=4)
     s = StreamSync(CFG)
     m, p = s.metric(y)
