@@ -265,7 +265,7 @@ def resample(x: Tensor, positions: Tensor, half_width: int = 8) -> Tensor:
     ):
         # nothing to differentiate (the sim radio, evaluation): the same sum, compiled
         y = _resample_kernel(
-            x.detach().numpy(), positions.detach().double().numpy(), int(half_width)
+            x.detach().resolve_conj().numpy(), positions.detach().double().numpy(), int(half_width)
         )
         return torch.from_numpy(y).to(x.dtype)
     base = torch.floor(positions)

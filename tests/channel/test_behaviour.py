@@ -186,3 +186,5 @@ def test_resample_compiled_equals_the_differentiable_sum(dtype):
         assert float((fast - ref).abs().max()) < tol * float(ref.abs().max())
         assert fast[0, 50] == x[0, 7]  # an integer position reads the sample itself
         assert fast[1, -1] == 0  # far past the end: nothing to read
+    # a lazily conjugated view (torch's conj bit) reads as its values
+    torch.testing.assert_close(F.resample(x.conj(), pos, 8), fast.conj())
