@@ -279,6 +279,13 @@ def _taps(g: int) -> list[int]:
     return [(g >> (K - 1 - i)) & 1 for i in range(K)]
 
 
+@lru_cache(maxsize=1)
+def _tap_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """The two generators' taps as ``_invert_kernel`` takes them: [K] uint8 each, made once
+    (the inversion runs on every batch of headers)."""
+    return np.array(_taps(G[0]), np.uint8), np.array(_taps(G[1]), np.uint8)
+
+
 @njit(cache=True, nogil=True)
 def _invert_kernel(c, g0, g1, tail):
     """c [B, 2 steps] uint8 hard bits -> (u [B, steps] uint8, ok [B] bool): the input bits
@@ -316,12 +323,7 @@ def invert_hard_batch(coded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     c = np.asarray(coded)
     if c.ndim != 2 or c.shape[1] % 2 or c.shape[1] < 2 * (TAIL + 1):
         raise ValueError(f"coded must be [B, L] with even L >= {2 * (TAIL + 1)}, got {c.shape}")
-    u, ok = _invert_kernel(
-        np.ascontiguousarray(c, np.uint8),
-        np.array(_taps(G[0]), np.uint8),
-        np.array(_taps(G[1]), np.uint8),
-        TAIL,
-    )
+    u, ok = _invert_kernel(np.ascontiguousarray(c, np.uint8), *_tap_arrays(), TAIL)
     return u[:, :-TAIL], ok
 
 
