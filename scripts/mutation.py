@@ -122,13 +122,6 @@ EQUIVALENT: dict[str, str] = {
         "before anything is summed"
     ),
     "hil.phy.coding.x__llr_batch__mutmut_5": "as _llr_batch mutmut_3 (dtype argument dropped)",
-    **{
-        f"hil.phy.coding.x_invert_hard_batch__mutmut_{m}": (
-            "the generators' taps (0/1) as int64 instead of uint8: the compiled inversion ANDs "
-            "and XORs them into uint8 bits, the same values"
-        )
-        for m in (35, 37, 41, 43)
-    },
     # hil/phy/sync.py
     "hil.phy.sync.xǁStreamSyncǁrefine__mutmut_1": (
         "sc_metric's default 1.0 instead of 0.0: both lie outside [strong_sc, WEAK_SC_MAX) "

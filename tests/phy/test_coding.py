@@ -29,7 +29,9 @@ def _toeplitz(taps, n):
 def test_hard_inversion_is_the_generators_inverse():
     """Against the code's definition as GF(2) Toeplitz matrices: input bits u (zero tail)
     coded as c0 = A u, c1 = B u (mod 2) invert to u; a flip of any single coded bit, in
-    either stream, anywhere, is refused."""
+    either stream, anywhere, is refused. The tap arrays are cached: built afresh here, so
+    this tests their construction too (a cache filled before mutmut forks hides it)."""
+    coding._tap_arrays.cache_clear()
     rng = np.random.default_rng(3)
     steps = 30
     u = rng.integers(0, 2, size=(8, steps)).astype(np.int64)
