@@ -158,7 +158,11 @@ def run_link(a) -> tuple[int, dict, Path]:
 def _commands(a, out: Path, profile: str | None, ckpt: str) -> dict[str, list[str]]:
     """The command line of each process, by name (radio, rx, tx, dashboard), wired together
     over free loopback endpoints."""
-    ep_tx, ep_rx, ep_ctrl, ep_tel, ep_view, ep_settings, ep_truth = free_tcp_endpoints(7)
+    # the dashboard's port (when it may be any) is chosen with the rest: one the kernel gave
+    # the dashboard itself could be one of these, picked and released but not yet bound
+    eps = free_tcp_endpoints(8)
+    ep_tx, ep_rx, ep_ctrl, ep_tel, ep_view, ep_settings, ep_truth = eps[:7]
+    dash_port = a.dashboard_port or int(eps[7].rsplit(":", 1)[1])
     radio_cmd = _cmd("radio", "--tx", ep_tx, "--rx", ep_rx, "--telemetry", ep_tel)
     if profile:
         radio_cmd += ["--profile", profile]
@@ -208,7 +212,7 @@ def _commands(a, out: Path, profile: str | None, ckpt: str) -> dict[str, list[st
         dash_cmd = _cmd(
             "dashboard",
             *("--telemetry", ep_view, "--telemetry", ep_tel),
-            *("--port", a.dashboard_port, "--url-file", out / "dashboard.url"),
+            *("--port", dash_port, "--url-file", out / "dashboard.url"),
         )
         if a.dashboard_control:
             radio_cmd += ["--settings", ep_settings]

@@ -222,7 +222,8 @@ def test_a_stalled_page_does_not_hold_up_another(served):
 def controlled(tmp_path):
     """A sim ``hil radio --settings`` (its RX stream drained here) and a dashboard with
     ``--control`` on that endpoint and the radio's telemetry."""
-    ep_tx, ep_rx, ep_tel, ep_set = free_tcp_endpoints(4)
+    # the dashboard's port too: one the kernel gave it could be one of these, not yet bound
+    ep_tx, ep_rx, ep_tel, ep_set, ep_dash = free_tcp_endpoints(5)
     radio = subprocess.Popen(
         [
             *(sys.executable, "-m", "hil.cli", "radio", "--tx", ep_tx, "--rx", ep_rx),
@@ -246,7 +247,8 @@ def controlled(tmp_path):
     url_file = tmp_path / "url"
     dash = subprocess.Popen(
         [
-            *(sys.executable, "-m", "hil.cli", "dashboard", "--telemetry", ep_tel, "--port", "0"),
+            *(sys.executable, "-m", "hil.cli", "dashboard", "--telemetry", ep_tel),
+            *("--port", ep_dash.rsplit(":", 1)[1]),
             *("--control", ep_set, "--url-file", str(url_file), "--max-seconds", "120"),
         ],
         stdout=subprocess.PIPE,
