@@ -31,26 +31,48 @@ _TWO_PI = 2.0 * math.pi
 # ------------------------------------------------------------------------------ kernels
 @njit(cache=True, nogil=True)
 def _fft(buf, perm, tw, out):
-    """Orthonormal FFT of buf [N] complex128 into out [N] complex128 (radix 2, N a power of
-    two: OfdmConfig checks it); perm: the bit-reversal permutation [N] int64; tw: the
-    twiddles exp(-2 pi j k / N), k < N / 2 [N / 2] complex128."""
+    """Orthonormal FFT of buf [N] complex128 into out [N] complex128, N a power of two
+    (OfdmConfig checks it); buf is overwritten. Decimation in frequency, radix 2^2: pairs
+    of radix-2 stages fused, three twiddle products per four points (one radix-2 stage
+    first where log2 N is odd); the result comes out in bit-reversed order, read back
+    through perm, the bit-reversal permutation [N] int64. tw: ``_fft_tables``'s twiddles,
+    stage by stage."""
     n = perm.shape[0]
-    for i in range(n):
-        out[i] = buf[perm[i]]
-    size = 2
-    while size <= n:
-        half = size // 2
-        step = n // size
+    bits = 0
+    while (1 << bits) < n:
+        bits += 1
+    size = n
+    o = 0
+    if bits % 2 == 1:
+        h = n // 2
+        for k in range(h):
+            a, b = buf[k], buf[k + h]
+            buf[k] = a + b
+            buf[k + h] = (a - b) * tw[k]
+        o = size = h
+    while size >= 4:
+        h = size // 4
         for start in range(0, n, size):
-            for k in range(half):
-                t = tw[k * step] * out[start + k + half]
-                u = out[start + k]
-                out[start + k] = u + t
-                out[start + k + half] = u - t
-        size *= 2
+            for k in range(h):
+                i = start + k
+                a0, a1, a2, a3 = buf[i], buf[i + h], buf[i + 2 * h], buf[i + 3 * h]
+                s02, d02, s13, d13 = a0 + a2, a0 - a2, a1 + a3, a1 - a3
+                jd = complex(d13.imag, -d13.real)  # -j (a1 - a3)
+                buf[i] = s02 + s13
+                if k == 0:  # the twiddles are 1
+                    buf[i + h] = s02 - s13
+                    buf[i + 2 * h] = d02 + jd
+                    buf[i + 3 * h] = d02 - jd
+                else:
+                    t = o + 3 * k
+                    buf[i + h] = (s02 - s13) * tw[t + 1]
+                    buf[i + 2 * h] = (d02 + jd) * tw[t]
+                    buf[i + 3 * h] = (d02 - jd) * tw[t + 2]
+        o += 3 * h
+        size = h
     scale = 1.0 / math.sqrt(n)
     for i in range(n):
-        out[i] *= scale
+        out[i] = buf[perm[i]] * scale
 
 
 @njit(cache=True, nogil=True)
@@ -124,9 +146,12 @@ def _on_bins(h_used, sig2, smooth, r_u, r_lam, used, h_out):
 
 
 @njit(cache=True, nogil=True)
-def _estimate_kernel(x, est_cfo, lts_cp, backoff, used, lts_ref, a, smooth, r_u, r_lam, perm, tw):
+def _estimate_kernel(
+    x, est_cfo, lts_cp, backoff, used, lts_ref, a, smooth, r_u, r_lam, perm, tw, upd, kb
+):
     """OfdmReceiver.estimate for x [B, >= lts_len] complex64 -> cfo [B], h [B, N] complex128,
-    n0 [B], snr_db [B]."""
+    n0 [B], snr_db [B]; and where kb [B, 1 + H, P + D] complex128 has rows (not [B, 0, ...]),
+    the least-squares estimate into kb[:, 0] (used bin u at column upd[u])."""
     b = x.shape[0]
     n = perm.shape[0]
     n_u = used.shape[0]
@@ -151,6 +176,9 @@ def _estimate_kernel(x, est_cfo, lts_cp, backoff, used, lts_ref, a, smooth, r_u,
         v = _lts_ls(
             x, r, cfo[r], inner, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h_ls
         )
+        if kb.shape[1] > 0:
+            for u in range(n_u):
+                kb[r, 0, upd[u]] = h_ls[u]
         v = max(v, 1e-12)
         p = 0.0
         for u in range(n_u):
@@ -186,11 +214,15 @@ def _refine_kernel(
     noise,
     perm,
     tw,
+    upd,
+    kb,
 ):
     """OfdmReceiver.refine_estimate for x [B, >= lts_len + header_len] complex64 (its CFO
     removed), hdr [B, H, D] the header's symbols +-1, pv [H, P] the pilots -> h [B, N]
     complex128, n0 [B], snr_db [B]. used[u]'s reference is pv[s, col[u]] where is_pilot[u],
-    else hdr[r, s, col[u]]."""
+    else hdr[r, s, col[u]]. Where kb [B, 1 + H, P + D] has rows, the long training field's
+    estimate and the header's bins are read from it (used bin u at column upd[u]), not
+    computed from x (then unread)."""
     b = x.shape[0]
     n = perm.shape[0]
     n_u = used.shape[0]
@@ -204,14 +236,20 @@ def _refine_kernel(
     obs = np.empty((n_h, n_u), np.complex128)
     ref = np.empty((n_h, n_u))
     h_used = np.empty(n_u, np.complex128)
+    known = kb.shape[1] > 0
     for r in range(b):
-        _lts_ls(x, r, 0.0, buf, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h_ls)
+        if known:
+            for u in range(n_u):
+                h_ls[u] = kb[r, 0, upd[u]]
+        else:
+            _lts_ls(x, r, 0.0, buf, lts_cp, backoff, used, lts_ref, perm, tw, buf, y1, y2, h_ls)
         for s in range(n_h):
-            _symbol(x, r, lts_len + s * sym_len + start, 0.0, buf, perm, tw, buf, y1)
+            if not known:
+                _symbol(x, r, lts_len + s * sym_len + start, 0.0, buf, perm, tw, buf, y1)
             cpe = 0j
             for u in range(n_u):
                 ref[s, u] = pv[s, col[u]] if is_pilot[u] else hdr[r, s, col[u]]
-                obs[s, u] = y1[used[u]]
+                obs[s, u] = kb[r, 1 + s, upd[u]] if known else y1[used[u]]
                 cpe += obs[s, u] * (h_ls[u] * ref[s, u]).conjugate()
             m = max(abs(cpe), 1e-30)
             rot = cpe.conjugate() / m
@@ -270,11 +308,15 @@ def _equalize_kernel(
     mmse,
     perm,
     tw,
+    kb,
+    kb_read,
 ):
     # k_pd: the signed subcarrier index of each of pd's bins (integers, as float64)
     """OfdmReceiver.equalize (after derotating x by cfo [B]) for x [B, >= lts_len + n_sym
     sym_len] complex64, h [B, N] complex, n0 [B] -> payload [B, k] complex128, gain [B, k],
-    header LLRs [B, n_h D], pilot EVM [B], tracked pilots [B, n_sym P] complex128."""
+    header LLRs [B, n_h D], pilot EVM [B], tracked pilots [B, n_sym P] complex128.
+    kb [B, 1 + n_h, P + D] complex128 (or [B, 0, ...]): the header symbols' bins, read from
+    kb[:, 1:] (kb_read; x's header samples then unread) or written there."""
     b = x.shape[0]
     n = perm.shape[0]
     n_pd = pd.shape[0]
@@ -305,9 +347,16 @@ def _equalize_kernel(
         if cfo[r] != 0.0:
             _rotation(cfo[r], inner)
         for s in range(n_sym):
+            if kb_read and s < n_h:
+                for j in range(n_pd):
+                    g[s, j] = kb[r, 1 + s, j]
+                continue
             _symbol(x, r, lts_len + s * sym_len + start, cfo[r], inner, perm, tw, buf, y)
             for j in range(n_pd):
                 g[s, j] = y[pd[j]]
+            if s < n_h and kb.shape[1] > 0:
+                for j in range(n_pd):
+                    kb[r, 1 + s, j] = g[s, j]
         w_sum = 0.0
         for j in range(n_pd):
             hu[j] = h[r, pd[j]]
@@ -446,10 +495,21 @@ def _cut_derotate(buf, offsets, n, cfo, block):
 # ------------------------------------------------------------------------------ the class
 def _fft_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
     """``_fft``'s tables for size n (a power of two): the bit-reversal permutation [n] int64
-    and the twiddles exp(-2 pi j k / n), k < n / 2, [n / 2] complex128."""
+    and the twiddles [n / 2 or 0 + 3 (n / 4 + n / 16 + ...)] complex128: exp(-2 pi j k / n),
+    k < n / 2, for the radix-2 stage where log2 n is odd; then for each fused stage of size
+    m (n, n / 4, ... or n / 2, n / 8, ... down to 4), w^k, w^2k, w^3k for k < m / 4, with
+    w = exp(-2 pi j / m)."""
     bits = n.bit_length() - 1
     perm = np.array([int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)], np.int64)
-    return perm, np.exp(-2j * np.pi * np.arange(n // 2) / n)
+    parts, size = [], n
+    if bits % 2 == 1:
+        parts.append(np.exp(-2j * np.pi * np.arange(n // 2) / n))
+        size = n // 2
+    while size >= 4:
+        w = np.exp(-2j * np.pi * np.arange(size // 4) / size)
+        parts.append(np.stack([w, w**2, w**3], axis=1).ravel())
+        size //= 4
+    return perm, np.concatenate(parts) if parts else np.zeros(0, np.complex128)
 
 
 def _np(t) -> np.ndarray:
@@ -489,6 +549,9 @@ class CompiledReceiver:
             [pilots[int(k)] if int(k) in pilots else data[int(k)] for k in c.used], np.int64
         )
         self._start = c.cp_len - c.fft_backoff
+        col_pd = {int(k): j for j, k in enumerate(pd)}
+        self._upd = np.array([col_pd[int(k)] for k in c.used], np.int64)  # used bin -> pd column
+        self._kb_none = np.empty((0, 0, len(pd)), np.complex128)  # the kernels' "none"
         self._pilots: dict[int, np.ndarray] = {}
         self._descramble: dict[int, np.ndarray] = {}
 
@@ -539,12 +602,14 @@ class CompiledReceiver:
         header None or [B, header_symbols, n_data] real +-1 -> RxResult (complex64/float32
         CPU tensors)."""
         xn = self._x(x, n_payload)
-        est = self.estimate(xn)
         if header is not None:
+            est = self.estimate(xn)
             rot = self._derotate(xn, _np(est.cfo_norm).astype(np.float64))
             est = self.refine_estimate(rot, est, header, noise=True)
             return self.equalize(rot, est, n_payload)
-        return self._equalize(xn, est, n_payload, _np(est.cfo_norm).astype(np.float64))
+        kb = np.empty((xn.shape[0], 1 + self.cfg.header_symbols, len(self._pd)), np.complex128)
+        est = self._estimate(xn, kb)
+        return self._equalize(xn, est, n_payload, _np(est.cfo_norm).astype(np.float64), kb, False)
 
     def _derotate(self, x: np.ndarray, cfo: np.ndarray) -> np.ndarray:
         offsets = np.arange(x.shape[0], dtype=np.int64) * x.shape[1]
@@ -553,63 +618,111 @@ class CompiledReceiver:
     def estimate(self, x) -> ChannelEstimate:
         """OfdmReceiver.estimate: x [B, >= lts_len] complex (tensor or array, any precision)
         from the LTS start -> ChannelEstimate (float32/complex64 CPU tensors)."""
-        c, rx = self.cfg, self.rx
+        c = self.cfg
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
         x = np.asarray(x)
         if not np.iscomplexobj(x) or x.ndim != 2 or x.shape[-1] < c.lts_len:
             raise ValueError(f"x must be [B, >= {c.lts_len}] complex, got {x.dtype} {x.shape}")
+        return self._estimate(x, self._kb_none)
+
+    def _estimate(self, x: np.ndarray, kb: np.ndarray) -> ChannelEstimate:
+        c, rx = self.cfg, self.rx
         x = np.ascontiguousarray(x, np.complex64)
         cfo, h, n0, snr = _estimate_kernel(
             x, rx.estimate_cfo, c.lts_cp, c.fft_backoff, self._used, self._lts_ref, rx.a,
-            rx.smoothing == "lmmse", self._r_u, self._r_lam, self._perm, self._tw,
+            rx.smoothing == "lmmse", self._r_u, self._r_lam, self._perm, self._tw, self._upd,
+            kb,
         )  # fmt: skip
-        return _as_estimate(cfo, h, n0, snr)
+        return _as_estimate(cfo, h, n0, snr, kb if kb.shape[1] else None)
 
-    def refine_estimate(self, x, est: ChannelEstimate, header, noise: bool = False):
+    def _known(self, est: ChannelEstimate, b: int) -> np.ndarray:
+        """est's known_bins, checked against b frames of this numerology."""
+        kb = est.known_bins
+        shape = (b, 1 + self.cfg.header_symbols, len(self._pd))
+        if kb is None:
+            raise ValueError(
+                "known=True needs an estimate that carries known_bins (the header pass's)"
+            )
+        if kb.shape != shape or kb.dtype != np.complex128:
+            raise ValueError(f"known_bins must be {shape} complex128, got {kb.dtype} {kb.shape}")
+        return kb
+
+    def refine_estimate(
+        self, x, est: ChannelEstimate, header, noise: bool = False, known: bool = False
+    ) -> ChannelEstimate:
         """OfdmReceiver.refine_estimate: x [B, >= lts_len + header_len] complex (tensor or
         array) from the LTS start with est's CFO removed; est the frames' ChannelEstimate;
         header [B, header_symbols, n_data] real +-1 -> ChannelEstimate (float32/complex64
-        CPU tensors; noise: also the noise and SNR from the header's residuals)."""
+        CPU tensors; noise: also the noise and SNR from the header's residuals).
+
+        known: take the long training field's estimate and the header's bins from
+        ``est.known_bins`` (what this path's header pass computed from the same samples);
+        x is then not read and may be None."""
         c, rx = self.cfg, self.rx
-        xn = self._x(x, 0)
         hdr = np.ascontiguousarray(_np(header), np.float64)
-        b = xn.shape[0]
-        if hdr.shape != (b, c.header_symbols, c.n_data):
+        if hdr.ndim != 3:
             raise ValueError(
-                f"header must be [{b}, {c.header_symbols}, {c.n_data}] +-1, got {hdr.shape}"
+                f"header must be [B, {c.header_symbols}, {c.n_data}] +-1, got {hdr.shape}"
+            )
+        b = hdr.shape[0]
+        if known:
+            kb = self._known(est, b)
+            xn = np.empty((b, 0), np.complex64)
+        else:
+            kb = self._kb_none
+            xn = self._x(x, 0)
+        if hdr.shape != (xn.shape[0], c.header_symbols, c.n_data):
+            raise ValueError(
+                f"header must be [{xn.shape[0]}, {c.header_symbols}, {c.n_data}] +-1, "
+                f"got {hdr.shape}"
             )
         h, n0, snr = _refine_kernel(
             xn, _np(est.n0).astype(np.float64), _np(est.snr_db).astype(np.float64), hdr,
             self._pv(c.header_symbols), c.header_symbols, c.symbol_len, self._start, c.lts_len,
             c.lts_cp, c.fft_backoff, self._used, self._is_pilot, self._col, self._lts_ref,
             rx.a, rx.smoothing == "lmmse", self._r_u, self._r_lam, bool(noise), self._perm,
-            self._tw,
+            self._tw, self._upd, kb,
         )  # fmt: skip
         cfo = _np(est.cfo_norm).astype(np.float32)
-        return _as_estimate(cfo, h, n0, snr)
+        return _as_estimate(cfo, h, n0, snr, est.known_bins)
 
-    def equalize(self, x, est: ChannelEstimate, n_payload: int) -> RxResult:
+    def equalize(self, x, est: ChannelEstimate, n_payload: int, known: bool = False) -> RxResult:
         """OfdmReceiver.equalize: x [B, >= lts_len + header_len + S symbol_len] complex
         (tensor or array, any precision) from the LTS start with est's CFO removed; est the
         frames' ChannelEstimate (h [B, N], n0 [B]); n_payload k -> RxResult (complex64/float32
-        CPU tensors)."""
-        xn = self._x(x, n_payload)
-        return self._equalize(xn, est, n_payload, np.zeros(xn.shape[0]))
+        CPU tensors).
 
-    def _equalize(self, xn, est: ChannelEstimate, n_payload: int, cfo) -> RxResult:
+        known: take the header symbols' bins from ``est.known_bins`` (x's header samples are
+        then not read; with n_payload 0, x may be None)."""
+        if known:
+            b = _np(est.n0).shape[0]
+            kb = self._known(est, b)
+            if x is None and n_payload == 0:
+                xn = np.empty((b, 0), np.complex64)
+            else:
+                xn = self._x(x, n_payload)
+            return self._equalize(xn, est, n_payload, np.zeros(b), kb, True)
+        xn = self._x(x, n_payload)
+        return self._equalize(xn, est, n_payload, np.zeros(xn.shape[0]), self._kb_none, False)
+
+    def _equalize(
+        self, xn, est: ChannelEstimate, n_payload: int, cfo, kb: np.ndarray, kb_read: bool
+    ) -> RxResult:
         c, rx = self.cfg, self.rx
-        b = xn.shape[0]
+        b = est.h.shape[0]
         h, n0 = _np(est.h), _np(est.n0)
-        if h.shape != (b, c.fft_size) or n0.shape != (b,):
-            raise ValueError(f"estimate of shape h {h.shape}, n0 {n0.shape} for {b} frames")
+        if h.shape != (b, c.fft_size) or n0.shape != (b,) or xn.shape[0] != b:
+            raise ValueError(
+                f"estimate of shape h {h.shape}, n0 {n0.shape} for {xn.shape[0]} frames"
+            )
         n_sym = c.header_symbols + c.payload_symbols(n_payload)
         pay, gain, llr, evm, pil = _equalize_kernel(
             xn, np.ascontiguousarray(h, np.complex128), n0.astype(np.float64), cfo,
             self._pv(n_sym), self._descr(n_payload), n_sym, c.header_symbols, n_payload,
             c.symbol_len, self._start, c.lts_len, self._pd, rx.n_pilots, self._pk,
             self._k_pd, rx.a, rx.q_phase, rx.track, rx.smooth_tracking, rx.equalizer == "mmse",
-            self._perm, self._tw,
+            self._perm, self._tw, kb, kb_read,
         )  # fmt: skip
         t = torch.from_numpy
         return RxResult(
@@ -622,6 +735,7 @@ class CompiledReceiver:
             symbol_gain=t(gain.astype(np.float32)),
             header_llr=t(llr.astype(np.float32)),
             pilots=t(pil.astype(np.complex64)),
+            known_bins=kb if kb.shape[1] else est.known_bins,
         )
 
     def cut(self, buf: np.ndarray, offsets: np.ndarray, n: int, cfo: np.ndarray) -> torch.Tensor:
@@ -639,11 +753,12 @@ class CompiledReceiver:
         )
 
 
-def _as_estimate(cfo, h, n0, snr) -> ChannelEstimate:
+def _as_estimate(cfo, h, n0, snr, known_bins=None) -> ChannelEstimate:
     t = torch.from_numpy
     return ChannelEstimate(
         cfo_norm=t(np.asarray(cfo, np.float32)),
         h=t(h.astype(np.complex64)),
         n0=t(n0.astype(np.float32)),
         snr_db=t(snr.astype(np.float32)),
+        known_bins=known_bins,
     )

@@ -45,25 +45,35 @@ class ChannelEstimate:
         h: [B, N] complex64/complex128 channel per FFT bin (zero on unused bins).
         n0: [B] float32/float64 noise variance per complex sample (> 0).
         snr_db: [B] float32/float64 Es/N0 per complex time-domain sample.
+        known_bins: None, or (the compiled receive path's, ``hil.phy.compiled``)
+            [B, 1 + header_symbols, P + D] complex128 numpy: per frame, the long training
+            field's least-squares estimate and the header symbols' FFT bins, on the pilot
+            then the data subcarriers, derotated by ``cfo_norm``: what the header's
+            refinement and the payload's equalisation would otherwise compute again.
     """
 
     cfo_norm: Tensor
     h: Tensor
     n0: Tensor
     snr_db: Tensor
+    known_bins: np.ndarray | None = None
 
     def rows(self, idx: list[int]) -> ChannelEstimate:
         """The estimate of the frames at batch rows ``idx`` (in that order)."""
         i = torch.as_tensor(idx, dtype=torch.long, device=self.h.device)
-        return ChannelEstimate(self.cfo_norm[i], self.h[i], self.n0[i], self.snr_db[i])
+        kb = None if self.known_bins is None else self.known_bins[np.asarray(idx, np.int64)]
+        return ChannelEstimate(self.cfo_norm[i], self.h[i], self.n0[i], self.snr_db[i], kb)
 
     @staticmethod
     def cat(parts: list[ChannelEstimate]) -> ChannelEstimate:
-        """Estimates of several batches, stacked row-wise in the order given."""
+        """Estimates of several batches, stacked row-wise in the order given (``known_bins``
+        kept only where every part has them)."""
         if not parts:
             raise ValueError("cat needs at least one estimate")
+        kb = [p.known_bins for p in parts]
         return ChannelEstimate(
-            *(torch.cat([getattr(p, f) for p in parts]) for f in ("cfo_norm", "h", "n0", "snr_db"))
+            *(torch.cat([getattr(p, f) for p in parts]) for f in ("cfo_norm", "h", "n0", "snr_db")),
+            None if any(k is None for k in kb) else np.concatenate(kb),
         )
 
 
@@ -88,6 +98,7 @@ class RxResult:
         pilots: [B, S * P] complex64/complex128 pilots after tracking and ZF, sign-corrected
             by the known pilot values (ideally all 1 + 0j), for a constellation display; None
             where a stand-in (the surrogate) has none.
+        known_bins: the estimate's ``known_bins`` (the compiled path's; else None).
     """
 
     symbols: Tensor
@@ -99,11 +110,12 @@ class RxResult:
     symbol_gain: Tensor
     header_llr: Tensor
     pilots: Tensor | None = None
+    known_bins: np.ndarray | None = None
 
     @property
     def estimate(self) -> ChannelEstimate:
         """The channel estimate these results came from (shares their tensors)."""
-        return ChannelEstimate(self.cfo_norm, self.h, self.n0, self.snr_db)
+        return ChannelEstimate(self.cfo_norm, self.h, self.n0, self.snr_db, self.known_bins)
 
 
 def _abs2(x: Tensor) -> Tensor:

@@ -174,6 +174,9 @@ class FrameReceiver:
             CompiledReceiver(self.rx) if compiled and CompiledReceiver.supports(self.rx) else None
         )
         self.path = self._fast or self.rx
+        # the compiled path's header pass keeps the bins of the long training field and the
+        # header (ChannelEstimate.known_bins): the refinement and the payload reuse them
+        self._known = {"known": True} if self._fast is not None else {}
         self.sync = StreamSync(self.cfg, threshold, lts_threshold)
         self.max_payload = int(max_payload)
         self.prior = (
@@ -421,8 +424,9 @@ class FrameReceiver:
         est = res.estimate
         refs = [(est, i) for i in range(len(todo))]  # each frame's estimate: batch, row
         segs = None
-        if (failed and self.header_rereads) or self.refine_payload:
-            # the headers' samples with the estimate's residual CFO removed, cut once
+        if ((failed and self.header_rereads) or self.refine_payload) and not self._known:
+            # the headers' samples with the estimate's residual CFO removed, cut once (the
+            # compiled path keeps their bins from the header pass instead: known_bins)
             with torch.inference_mode():
                 segs = self._segments(dets, 0, est)
         for _ in range(self.header_rereads):
@@ -432,11 +436,11 @@ class FrameReceiver:
             # channel estimate; then the header read again with it
             sub = est.rows(failed)
             with torch.inference_mode():
-                x = segs[failed]
+                x = None if segs is None else segs[failed]
                 d = 1.0 - 2.0 * code_header_bits(bits[failed], c).astype(np.float32)
                 d = torch.from_numpy(d.reshape(len(failed), c.header_symbols, c.n_data))
-                sub = self.path.refine_estimate(x, sub, d)
-                again = self.path.equalize(x, sub, 0).header_llr
+                sub = self.path.refine_estimate(x, sub, d, **self._known)
+                again = self.path.equalize(x, sub, 0, **self._known).header_llr
             bits[failed] = viterbi_decode_batch(again, c, self.header_list, self.prior)
             for j, i in enumerate(failed):
                 if crc_ok(bits[i]):  # its estimate, too, is the better one for the payload
@@ -509,7 +513,8 @@ class FrameReceiver:
         with torch.inference_mode():
             d = 1.0 - 2.0 * code_header_bits(bits[ok], c).astype(np.float32)
             d = torch.from_numpy(d.reshape(len(ok), c.header_symbols, c.n_data))
-            sub = self.path.refine_estimate(segs[ok], est.rows(ok), d, noise=True)
+            x = None if segs is None else segs[ok]
+            sub = self.path.refine_estimate(x, est.rows(ok), d, noise=True, **self._known)
         for j, i in enumerate(ok):
             refs[i] = (sub, j)
 
@@ -561,7 +566,8 @@ class FrameReceiver:
             x = self._segments(dets, n_payload, est)
             if est is None:
                 return self.path(x, n_payload)
-            return self.path.equalize(x, est, n_payload)
+            kw = self._known if est.known_bins is not None else {}
+            return self.path.equalize(x, est, n_payload, **kw)
 
     def _segments(
         self, dets: list[Detection], n_payload: int, est: ChannelEstimate | None

@@ -11,7 +11,7 @@ import torch
 from hil.channel.functional import phase_ramp
 from hil.phy import FrameBuilder, FrameReceiver, OfdmConfig
 from hil.phy.compiled import CompiledReceiver, _fft, _fft_tables
-from hil.phy.receive import OfdmReceiver
+from hil.phy.receive import ChannelEstimate, OfdmReceiver
 from hil.phy.sequences import payload_phases
 from hil.phy.stream import warm_up
 
@@ -127,6 +127,45 @@ def test_steps_equal_the_torch_receiver_one_by_one():
         _same(fast.equalize(xd[2:3], r1.rows([2]), 200), rx.equalize(xd[2:3], r1.rows([2]), 200))
 
 
+def test_the_header_pass_bins_serve_the_refinement_and_the_payload():
+    """The header pass keeps the long training field's estimate and the header symbols' bins
+    (known_bins); refine_estimate and equalize with known=True give from them what they give
+    from the samples, without reading those samples."""
+    fast = CompiledReceiver(OfdmReceiver(CFG))
+    k, b = 200, 5
+    x = _frames(k, b, 8.0, seed=9)
+    n_hdr = CFG.lts_len + CFG.header_symbols * CFG.symbol_len
+    with torch.inference_mode():
+        est = fast(x[:, :n_hdr], 0).estimate
+        assert est.known_bins.shape == (b, 1 + CFG.header_symbols, CFG.n_used)
+        assert fast.estimate(x).known_bins is None  # only the header pass keeps them
+        xd = x * phase_ramp(-est.cfo_norm.double(), x.shape[-1]).to(x.dtype)
+        hdr = torch.sign(fast.equalize(xd, est, 0).header_llr).reshape(b, CFG.header_symbols, -1)
+        for noise in (False, True):
+            r1 = fast.refine_estimate(xd, est, hdr, noise=noise)
+            r2 = fast.refine_estimate(None, est, hdr, noise=noise, known=True)
+            _same(r1, r2, ("cfo_norm", "h", "n0", "snr_db"))
+        assert r2.known_bins is est.known_bins  # the CFO is unchanged: the bins still hold
+        blank = xd.clone()
+        blank[:, :n_hdr] = 0  # with known=True, the header's samples are not read
+        _same(fast.equalize(xd, r1, k), fast.equalize(blank, r2, k, known=True))
+        _same(fast.equalize(xd, r1, 0), fast.equalize(None, r2, 0, known=True))
+        # rows and cat carry them, row for row
+        np.testing.assert_array_equal(est.rows([3, 1]).known_bins, est.known_bins[[3, 1]])
+        both = ChannelEstimate.cat([est.rows([0]), est.rows([4])])
+        np.testing.assert_array_equal(both.known_bins, est.known_bins[[0, 4]])
+        assert ChannelEstimate.cat([est.rows([0]), fast.estimate(x[:1])]).known_bins is None
+        _same(
+            fast.equalize(xd[[3]], est.rows([3]), k),
+            fast.equalize(blank[[3]], est.rows([3]), k, known=True),
+        )
+        # refused: an estimate without them, or with another batch's
+        with pytest.raises(ValueError, match="known_bins"):
+            fast.equalize(xd, fast.estimate(x), k, known=True)
+        with pytest.raises(ValueError, match="known_bins must be"):
+            fast.refine_estimate(None, est.rows([0, 1]), hdr, known=True)
+
+
 def test_frames_of_another_numerology():
     cfg = OfdmConfig(fft_size=128, cp_len=32, used_half=52, pilots=(-43, -15, 15, 43))
     rx = OfdmReceiver(cfg)
@@ -140,13 +179,13 @@ def test_frames_of_another_numerology():
         _same(rx(x, 300), fast(x, 300))
 
 
-@pytest.mark.parametrize("n", [16, 32, 64, 128, 256])
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 32, 64, 128, 256, 1024])
 def test_fft_is_numpys(n):
     rng = np.random.default_rng(n)
-    buf = rng.normal(size=n) + 1j * rng.normal(size=n)
+    x = rng.normal(size=n) + 1j * rng.normal(size=n)
     out = np.empty(n, np.complex128)
-    _fft(buf, *_fft_tables(n), out)
-    np.testing.assert_allclose(out, np.fft.fft(buf, norm="ortho"), atol=1e-12)
+    _fft(x.copy(), *_fft_tables(n), out)  # its input is overwritten
+    np.testing.assert_allclose(out, np.fft.fft(x, norm="ortho"), atol=1e-12)
 
 
 def test_cut_derotates_as_the_phase_ramp_does():
