@@ -300,7 +300,8 @@ def decode_header_bits(
     llr = np.clip(np.where(np.isfinite(llr), llr, 0.0), -1e6, 1e6)
     llr = (llr * (1.0 - 2.0 * header_scrambler(llr.shape[1])))[:, interleaver(n, cfg.n_data)]
     out, ok = invert_hard_batch(llr < 0)
-    slow = [i for i in range(len(out)) if not (ok[i] and crc_ok(out[i]))]
+    passed = crc_ok_batch(out)
+    slow = [i for i in range(len(out)) if not (ok[i] and passed[i])]
     if slow:
         out[slow] = viterbi_decode(llr[slow])
     failed = [i for i in slow if not crc_ok(out[i])]
@@ -351,6 +352,17 @@ def crc_ok(bits: np.ndarray) -> bool:
     """Whether raw header bits [HEADER_BITS] {0,1} (uint8) pass the header's CRC-32."""
     raw = np.packbits(bits).tobytes()
     return zlib.crc32(raw[:BODY_LEN]) == struct.unpack(">I", raw[BODY_LEN:])[0]
+
+
+def crc_ok_batch(bits: np.ndarray) -> list[bool]:
+    """``crc_ok`` of each row of raw header bits [B, HEADER_BITS] {0,1} (uint8), packed at
+    once."""
+    raw = np.packbits(bits, axis=1)
+    if raw.ndim != 2 or raw.shape[1] != HEADER_LEN:
+        raise ValueError(f"bits must be [B, {HEADER_BITS}], got {np.shape(bits)}")
+    crc = raw[:, BODY_LEN:].astype(np.uint32)
+    want = (crc[:, 0] << 24 | crc[:, 1] << 16 | crc[:, 2] << 8 | crc[:, 3]).tolist()
+    return [zlib.crc32(row[:BODY_LEN]) == w for row, w in zip(raw, want, strict=True)]
 
 
 def parse_header_bits(bits: np.ndarray) -> Header:

@@ -111,11 +111,14 @@ def mseq_bits(n: int) -> np.ndarray:
     return ((1 - _mseq127()[np.arange(n) % 127]) / 2).astype(np.uint8)
 
 
+@lru_cache(maxsize=16)
 def header_scrambler(n: int) -> np.ndarray:
-    """[n] uint8: what the header's n coded, interleaved bits (in air order: header symbol
-    by symbol, data subcarriers ascending, padding included) are XORed with: m_{p mod 127}
-    at position p."""
-    return mseq_bits(n)
+    """[n] uint8, read-only (kept per n): what the header's n coded, interleaved bits (in air
+    order: header symbol by symbol, data subcarriers ascending, padding included) are XORed
+    with: m_{p mod 127} at position p."""
+    v = mseq_bits(n)
+    v.setflags(write=False)
+    return v
 
 
 @lru_cache(maxsize=64)

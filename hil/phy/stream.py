@@ -28,6 +28,7 @@ from .header import (
     HeaderPrior,
     code_header_bits,
     crc_ok,
+    crc_ok_batch,
     decode_header_bits,
     parse_header_bits,
 )
@@ -411,7 +412,7 @@ class FrameReceiver:
         # detector ran ahead of the header into its payload) is an echo, and the costly
         # decoders (the prior's tiers, the list, the re-reads: several list runs) skip it
         bits = viterbi_decode_batch(res.header_llr, c, 1, None)
-        passed = [crc_ok(b) for b in bits]
+        passed = crc_ok_batch(bits)
         parsed: dict[int, Header | HeaderError] = {}  # rows parsed, while their bits stand
         echoes = self._echoes(todo, bits, passed, parsed)
         self.stats.echoes += len(echoes)
@@ -514,7 +515,7 @@ class FrameReceiver:
             d = 1.0 - 2.0 * code_header_bits(bits[ok], c).astype(np.float32)
             d = torch.from_numpy(d.reshape(len(ok), c.header_symbols, c.n_data))
             x = None if segs is None else segs[ok]
-            sub = self.path.refine_estimate(x, est.rows(ok), d, noise=True, **self._known)
+            sub = self.path.refine_estimate(x, _take(est, ok), d, noise=True, **self._known)
         for j, i in enumerate(ok):
             refs[i] = (sub, j)
 
@@ -616,6 +617,14 @@ class FrameReceiver:
         )
 
 
+def _take(est: ChannelEstimate, idx: list[int]) -> ChannelEstimate:
+    """``est.rows(idx)``, or est itself where idx is all its rows in order (the common case
+    on a clean stream: a copy of every field saved)."""
+    if len(idx) == est.h.shape[0] and idx == list(range(len(idx))):
+        return est
+    return est.rows(idx)
+
+
 def _gather(refs: list[tuple[ChannelEstimate, int]]) -> ChannelEstimate:
     """The estimates of frames given as (batch estimate, row) in order: one gather per batch
     they came from (frames read in one header pass usually finish in one payload pass)."""
@@ -624,7 +633,7 @@ def _gather(refs: list[tuple[ChannelEstimate, int]]) -> ChannelEstimate:
         j = i
         while j < len(refs) and refs[j][0] is refs[i][0]:
             j += 1
-        parts.append(refs[i][0].rows([r for _, r in refs[i:j]]))
+        parts.append(_take(refs[i][0], [r for _, r in refs[i:j]]))
         i = j
     return parts[0] if len(parts) == 1 else ChannelEstimate.cat(parts)
 

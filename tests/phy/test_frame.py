@@ -9,6 +9,7 @@ from hil.phy.coding import conv_encode, interleaver, viterbi_decode
 from hil.phy.header import (
     HEADER_BITS,
     crc_ok,
+    crc_ok_batch,
     decode_header_bits,
     decode_header_llr,
     encode_header_bits,
@@ -867,3 +868,19 @@ def test_the_static_prior_still_reads_when_the_last_header_does_not_match():
     rows = [i for i in ok if not plain[i]][:3]
     out = decode_header_bits(llr[rows], CFG, n_list=1, prior=match)
     assert out.shape == (len(rows), 280) and all(crc_ok(b) for b in out)
+
+
+def test_crc_ok_batch_is_crc_ok_row_by_row():
+    rng = np.random.default_rng(11)
+    good = [
+        np.unpackbits(np.frombuffer(Header(i, i, bytes(8), 48, (3, 4, 4)).pack(), np.uint8))
+        for i in range(5)
+    ]
+    bits = np.array([*good, *rng.integers(0, 2, (5, HEADER_BITS), dtype=np.uint8)])
+    bits[1, 40] ^= 1  # one flipped bit fails
+    want = [crc_ok(b) for b in bits]
+    assert want == [True, False, True, True, True] + [False] * 5
+    assert crc_ok_batch(bits) == want
+    assert crc_ok_batch(bits[:0]) == []
+    with pytest.raises(ValueError, match="bits must be"):
+        crc_ok_batch(bits[:, :-8])
