@@ -90,11 +90,18 @@ def _lts_scores(seg, start, coarse, l1, ll_energy, n):
     rot = np.empty(m, np.complex128)
     re = np.empty(m)
     im = np.empty(m)
+    # the phase exp(-2 pi j coarse (start + i)) by a product per sample, anchored to cos/sin
+    # of the exact phase every 64 samples (trigonometry at each sample was half the search)
+    step = complex(math.cos(-2.0 * math.pi * coarse), math.sin(-2.0 * math.pi * coarse))
+    z = 1.0 + 0j
     for i in range(m):
-        ph = -2.0 * math.pi * coarse * (start + i)
-        rot[i] = np.complex128(seg[i]) * complex(math.cos(ph), math.sin(ph))
+        if i % 64 == 0:
+            ph = -2.0 * math.pi * coarse * (start + i)
+            z = complex(math.cos(ph), math.sin(ph))
+        rot[i] = np.complex128(seg[i]) * z
         re[i] = rot[i].real
         im[i] = rot[i].imag
+        z *= step
     nc = m - n + 1  # correlation lags ("valid")
     # tap by tap over all lags (the inner loop runs along the samples, which vectorises)
     c_re = np.zeros(nc)
