@@ -273,6 +273,7 @@ def _main(a) -> int:
             got = src.next()
             now = time.monotonic()
             if got is None:
+                rx.decode_waiting()  # nothing came: what waits is decoded now
                 if now - last_data > a.idle_timeout:
                     if first_data is None:
                         log.error("no samples for %.0f s; giving up", a.idle_timeout)
@@ -284,7 +285,8 @@ def _main(a) -> int:
             last_data = now
             if first_data is None:
                 first_data = now
-            rx.feed(got)
+            # samples already queued: the frames found may wait for a bigger decoder batch
+            rx.feed(got, more=not got.eos and src.waiting())
             if len(got.samples):
                 if tap is not None:
                     tap.samples(got.samples)

@@ -60,6 +60,10 @@ class RecordingSource:
         flags = DROP if c.new_capture else 0
         return Chunk(c.samples, c.global_index, flags, False, self.sample_rate)
 
+    def waiting(self) -> bool:
+        """Whether more samples are at hand (a recording: until its end)."""
+        return True
+
     def stats_dict(self) -> dict:
         return dict(self.stats)
 
@@ -91,6 +95,10 @@ class SocketSource:
             self.first_chunk = h.n_samples
         offset = None if self.stream.raw else h.sample_offset
         return Chunk(msg.samples, offset, h.flags, bool(h.flags & EOS), h.sample_rate_hz)
+
+    def waiting(self) -> bool:
+        """Whether another message is already queued on the socket (the receiver is behind)."""
+        return bool(self.sock.poll(0))
 
     def stats_dict(self) -> dict:
         return self.stream.stats.to_dict()
