@@ -76,7 +76,12 @@ def test_metrics_known_values(gen):
 def test_bdjscc_config_reads_as_before_resgdn_existed():
     """The first shipped checkpoints' fingerprints cover the config dict: a bdjscc config must
     serialise without the fields resgdn added, and a resgdn config with them."""
-    assert set(JsccConfig().to_dict()) == {"bandwidth_ratio", "hidden", "snr_adaptive", "use_symbol_gain"}
+    assert set(JsccConfig().to_dict()) == {
+        "bandwidth_ratio",
+        "hidden",
+        "snr_adaptive",
+        "use_symbol_gain",
+    }
     d = JsccConfig(arch="resgdn", res_blocks=3).to_dict()
     assert d["arch"] == "resgdn" and d["res_blocks"] == 3
     assert JsccConfig.from_dict(d) == JsccConfig(arch="resgdn", res_blocks=3)
@@ -131,3 +136,33 @@ def test_ms_ssim_and_colour_shift(gen):
     torch.testing.assert_close(
         colour_shift(shifted, x), torch.tensor([[0.0, -10.0, 4.0]] * 2), atol=1e-3, rtol=0
     )
+
+
+@pytest.mark.parametrize("arch", ["bdjscc", "resgdn"])
+def test_inference_runs_channels_last_and_gives_the_training_paths_values(arch):
+    """Without gradients the trunks take their input in channels-last order (oneDNN's
+    faster float32 convolutions on CPUs); the values are the training path's, to float32
+    rounding, and the images come back in the default order."""
+    torch.manual_seed(0)
+    m = JsccModel(JsccConfig(arch=arch, hidden=16, res_blocks=1)).eval()
+    seen = []
+    first = next(
+        mod
+        for mod in m.decoder.modules()
+        if isinstance(mod, torch.nn.Conv2d | torch.nn.ConvTranspose2d)
+    )
+    first.register_forward_pre_hook(
+        lambda _mod, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last))
+    )
+    x = torch.rand(4, 3, 32, 32)
+    snr = torch.full((4,), 10.0)
+    s_train = m.encoder(x)
+    gain = torch.ones(4, s_train.shape[1])
+    y_train = m.decode_received(s_train, snr, (3, 32, 32), gain)
+    with torch.inference_mode():
+        s_inf = m.encoder(x)
+        y_inf = m.decode_received(s_inf, snr, (3, 32, 32), gain)
+    assert seen == [False, True]
+    torch.testing.assert_close(s_inf, s_train.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(y_inf, y_train.detach(), rtol=1e-4, atol=1e-5)
+    assert y_inf.is_contiguous() and s_inf.is_contiguous()
