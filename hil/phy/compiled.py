@@ -6,12 +6,16 @@ time, where each of its ~150 tensor operations costs more in dispatch than in
 arithmetic: a batch of one frame costs nearly as much as a batch of thirty.
 :class:`CompiledReceiver` computes the same estimates, tracking and equalisation (the
 same equations, step by step, with the same options) as loops compiled by numba, in
-float64 with complex64/float32 results like the torch path's, and its own radix-2 FFT,
-so one frame costs microseconds. ``FrameReceiver`` uses it where its receiver is a plain
-``OfdmReceiver``; ``tests/phy/test_compiled.py`` holds the two to the same results.
+float64 with complex64/float32 results like the torch path's, and its own FFT (radix
+2^2), so one frame costs microseconds. ``FrameReceiver`` uses it where its receiver is a
+plain ``OfdmReceiver``; ``tests/phy/test_compiled.py`` holds the two to the same results.
 
 Its methods take and return what ``OfdmReceiver``'s take and return (torch tensors on
-the CPU, :class:`ChannelEstimate`, :class:`RxResult`), so either serves the stream.
+the CPU, :class:`ChannelEstimate`, :class:`RxResult`), so either serves the stream. One
+addition: the header pass (``__call__`` with no payload) keeps the long training field's
+estimate and the header symbols' FFT bins in ``ChannelEstimate.known_bins``, and
+``refine_estimate`` / ``equalize`` with ``known=True`` take them instead of transforming
+the same samples again.
 """
 
 from __future__ import annotations
