@@ -98,7 +98,8 @@ class RxResult:
         pilots: [B, S * P] complex64/complex128 pilots after tracking and ZF, sign-corrected
             by the known pilot values (ideally all 1 + 0j), for a constellation display; None
             where a stand-in (the surrogate) has none.
-        known_bins: the estimate's ``known_bins`` (the compiled path's; else None).
+        known_bins: None, or [B, 1 + header_symbols, P + D] complex128 numpy: the
+            estimate's ``known_bins`` (the compiled path's header pass keeps them).
     """
 
     symbols: Tensor
