@@ -477,21 +477,25 @@ def _line_fit(y):
 
 
 @njit(cache=True, nogil=True)
-def _cut_derotate(buf, offsets, n, cfo, block):
+def _cut_derotate(buf, offsets, n, cfo, block, first=0):
     """[B, n] complex64: buf[o : o + n] for each offset o [B] int64, times exp(-2 pi j f m)
     at sample m of the cut (f = cfo [B] float64), the phase computed in float64 once a
-    block and once a sample within a block, as channel.functional.phase_ramp does."""
+    block and once a sample within a block, as channel.functional.phase_ramp does. The
+    samples m < first are zeros (not read)."""
     b = offsets.shape[0]
     out = np.empty((b, n), np.complex64)
     inner = np.empty(block, np.complex128)
+    head = min(max(first, 0), n)
     for r in range(b):
+        for m in range(head):
+            out[r, m] = 0
         f = cfo[r]
         for i in range(block):
             inner[i] = complex(math.cos(_TWO_PI * f * i), -math.sin(_TWO_PI * f * i))
         o = offsets[r]
-        for m0 in range(0, n, block):
+        for m0 in range(head - head % block, n, block):
             outer = complex(math.cos(_TWO_PI * f * m0), -math.sin(_TWO_PI * f * m0))
-            for i in range(min(block, n - m0)):
+            for i in range(max(head - m0, 0), min(block, n - m0)):
                 out[r, m0 + i] = np.complex128(buf[o + m0 + i]) * (outer * inner[i])
     return out
 
@@ -742,10 +746,13 @@ class CompiledReceiver:
             known_bins=kb if kb.shape[1] else est.known_bins,
         )
 
-    def cut(self, buf: np.ndarray, offsets: np.ndarray, n: int, cfo: np.ndarray) -> torch.Tensor:
+    def cut(
+        self, buf: np.ndarray, offsets: np.ndarray, n: int, cfo: np.ndarray, first: int = 0
+    ) -> torch.Tensor:
         """[B, n] complex64: buf[o : o + n] for each offset o [B] (int), derotated by
         exp(-2 pi j f m) (f = cfo [B], cycles per sample; m from each cut's first sample),
-        the phase in float64: the stream receiver's segments."""
+        the phase in float64: the stream receiver's segments. The samples before ``first``
+        are zeros (a payload pass with ``known=True`` does not read the header's)."""
         return torch.from_numpy(
             _cut_derotate(
                 np.ascontiguousarray(buf, np.complex64),
@@ -753,6 +760,7 @@ class CompiledReceiver:
                 int(n),
                 np.asarray(cfo, np.float64),
                 64,
+                int(first),
             )
         )
 
