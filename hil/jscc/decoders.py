@@ -26,7 +26,7 @@ import torch
 
 from ..convert import to_torch
 from ..phy import FrameEvent
-from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_TILED
+from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1
 from .images import TILE, deinterleave, from_tiles, padded_shape, tile_grid
 
 
@@ -185,16 +185,19 @@ class ChunkAssembler:
 
 
 class JsccDecoder:
-    """Schemes 0 and 255: the JSCC model's decoder, with chunk reassembly and loss concealment.
+    """Schemes 0, 254 and 255: the JSCC model's decoder, with chunk reassembly and loss
+    concealment.
 
     An image larger than one frame is reassembled by a ``ChunkAssembler`` (any order,
     duplicates dropped). An image whose frames did not all arrive is decoded anyway, its
     missing symbols as zeros with zero symbol gain (the decoder's "nothing received here"),
     once the assembler gives up on it: a lost frame costs only its part of the image. Images
     of one shape are decoded in one batch. The header's shape is the image's own; the codec
-    decodes at ``padded_shape`` and the image is cut back to its size. Scheme 255
+    decodes at ``padded_shape`` and the image is cut back to its size. Scheme 254
     (``SCHEME_JSCC_TILED``): the symbols are the image's 32x32 tiles interleaved
-    (``interleave``), decoded tile by tile and put together.
+    (``interleave``, with its rotation across subcarriers), decoded tile by tile and put
+    together; scheme 255 (``SCHEME_JSCC_TILED_V1``), what transmitters sent before, the same
+    without the rotation.
     """
 
     def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
@@ -214,11 +217,13 @@ class JsccDecoder:
         by_shape: dict[tuple, list[list]] = {}
         for evs in complete:
             first = next(e for e in evs if e is not None)
-            key = (tuple(first.header.shape), first.header.scheme == SCHEME_JSCC_TILED)
+            key = (tuple(first.header.shape), first.header.scheme)
             by_shape.setdefault(key, []).append(evs)
         out = []
         with torch.inference_mode():
-            for (shape, tiled), group in by_shape.items():
+            for (shape, scheme), group in by_shape.items():
+                tiled = scheme in (SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1)
+                rotate = scheme == SCHEME_JSCC_TILED
                 if tiled:
                     n_tiles = int(np.prod(tile_grid(shape[1:])))
                     k = n_tiles * self.model.cfg.n_symbols((3, TILE, TILE))
@@ -236,8 +241,8 @@ class JsccDecoder:
                 )
                 if tiled:  # every tile of every image in one batch, then each image put together
                     n = len(keep)
-                    sym = np.concatenate([deinterleave(r, n_tiles) for r in sym])
-                    gain = np.concatenate([deinterleave(r, n_tiles) for r in gain])
+                    sym = np.concatenate([deinterleave(r, n_tiles, rotate) for r in sym])
+                    gain = np.concatenate([deinterleave(r, n_tiles, rotate) for r in gain])
                     img = self.model.decode_received(
                         to_torch(np.ascontiguousarray(sym)),
                         snr.repeat_interleave(n_tiles),
@@ -291,4 +296,8 @@ def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     return sym, gain
 
 
-register("jscc", lambda scheme: scheme in (SCHEME_JSCC, SCHEME_JSCC_TILED), JsccDecoder)
+register(
+    "jscc",
+    lambda scheme: scheme in (SCHEME_JSCC, SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1),
+    JsccDecoder,
+)

@@ -44,9 +44,15 @@ HEADER_LIST = 64
 
 SCHEME_JSCC = 0
 # JSCC, the image sent as 32x32 tiles encoded one by one (hil.jscc.images.to_tiles, row by
-# row), their symbols interleaved (symbol j of tile t at j * tiles + t); the header's shape is
-# the image's own
-SCHEME_JSCC_TILED = 255
+# row), their symbols interleaved with a rotation (symbol j of tile t at j * tiles + (t + j)
+# mod tiles: hil.jscc.images.interleave), so each tile's symbols visit every subcarrier;
+# the header's shape is the image's own
+SCHEME_JSCC_TILED = 254
+# the same without the rotation (symbol j of tile t at j * tiles + t): what transmitters
+# sent before scheme 254; still decoded. Where the tile count is a multiple of the 48 data
+# subcarriers (384 tiles for 512x768) it puts every symbol of a tile on one subcarrier, and
+# a faded subcarrier takes whole tiles
+SCHEME_JSCC_TILED_V1 = 255
 
 
 class HeaderError(ValueError):

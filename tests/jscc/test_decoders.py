@@ -14,8 +14,8 @@ from hil.phy.header import Header
 
 
 def test_every_scheme_byte_has_one_owner_or_none():
-    assert scheme_name(0) == scheme_name(255) == "jscc"  # whole, tiled
-    for s in range(1, 255):
+    assert scheme_name(0) == scheme_name(254) == scheme_name(255) == "jscc"  # whole, tiled
+    for s in range(1, 254):
         assert scheme_name(s) == ("digital" if is_digital_scheme(s) else None)
     assert scheme_name(scheme_id(0, 0)) == "digital"
     with pytest.raises(ValueError):
@@ -198,12 +198,14 @@ def test_the_jscc_decoder_needs_a_model():
         JsccDecoder(None)
 
 
-def test_a_tiled_photograph_is_put_back_together_tile_by_tile(tiny_cfg):
-    """Scheme 255: 50x70 as 2x3 tiles of 32x32, each encoded alone, symbols interleaved;
-    decoded per tile, the image is the tiles in place, cut to 50x70."""
+@pytest.mark.parametrize("rotate", [True, False])
+def test_a_tiled_photograph_is_put_back_together_tile_by_tile(tiny_cfg, rotate):
+    """Scheme 254 (and 255, the order before the rotation): 50x70 as 2x3 tiles of 32x32, each
+    encoded alone, symbols interleaved; decoded per tile, the image is the tiles in place,
+    cut to 50x70."""
     from hil.jscc.images import from_tiles, interleave, to_tiles
     from hil.jscc.model import JsccModel
-    from hil.phy.header import SCHEME_JSCC_TILED
+    from hil.phy.header import SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1
 
     torch.manual_seed(0)
     model = JsccModel(tiny_cfg.model).eval()
@@ -214,17 +216,22 @@ def test_a_tiled_photograph_is_put_back_together_tile_by_tile(tiny_cfg):
             model.decoder(s, torch.full((6,), 10.0), (3, 32, 32), torch.ones(s.shape)).clamp(0, 1),
             (50, 70),
         )
-    flat = interleave(s.numpy())
-    # position j of tile t at j * 6 + t; within a tile, symbols 0, 37, 74, ... go out first
+    flat = interleave(s.numpy(), rotate)
+    # position j of tile t at j * 6 + (t + j) mod 6 (255: j * 6 + t); within a tile,
+    # symbols 0, 37, 74, ... go out first
     a = s.numpy()
-    assert flat[1] == a[1, 0] and flat[6] == a[0, 37] and flat[13] == a[1, 74]
+    if rotate:
+        assert flat[1] == a[1, 0] and flat[6] == a[5, 37] and flat[13] == a[5, 74]
+    else:
+        assert flat[1] == a[1, 0] and flat[6] == a[0, 37] and flat[13] == a[1, 74]
+    scheme = SCHEME_JSCC_TILED if rotate else SCHEME_JSCC_TILED_V1
     chunks = [flat[i : i + 700] for i in range(0, len(flat), 700)]
     frames = [
         FrameEvent(
             "ok", 0, 0.0, 0.0, 1.0, 1.0,
             header=Header(
                 seq=i, item_id=0, fingerprint=b"\0" * 8, payload_len=len(c), shape=(3, 50, 70),
-                chunk_index=i, chunk_count=len(chunks), scheme=SCHEME_JSCC_TILED,
+                chunk_index=i, chunk_count=len(chunks), scheme=scheme,
             ),
             symbols=c, symbol_gain=np.ones(len(c), np.float32), snr_db=10.0,
         )

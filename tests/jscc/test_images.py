@@ -93,12 +93,31 @@ def test_tiles_and_the_interleaver_are_exact_inverses():
     assert t.shape == (6, 3, 32, 32) and torch.equal(from_tiles(t, (50, 70)), x)
     assert torch.equal(t[1], x[:, :32, 32:64])  # row by row
     s = np.random.default_rng(0).standard_normal((6, 512)).astype(np.float32)
-    air = interleave(s)
-    np.testing.assert_array_equal(deinterleave(air, 6), s)
-    # a frame's worth of consecutive air symbols touches every tile and all 8 latent channels
-    seen = deinterleave(np.isin(np.arange(512 * 6), np.arange(300, 600)).astype(np.float32), 6)
-    assert (seen.sum(1) == 50).all()  # 300 air symbols: 50 from each tile
-    channels = np.nonzero(seen[0])[0] // 64
-    assert set(channels) == set(range(8))
+    for rotate in (True, False):
+        air = interleave(s, rotate)
+        np.testing.assert_array_equal(deinterleave(air, 6, rotate), s)
+        # a frame's worth of consecutive air symbols touches every tile and all 8 channels
+        lost = np.isin(np.arange(512 * 6), np.arange(300, 600)).astype(np.float32)
+        seen = deinterleave(lost, 6, rotate)
+        assert (seen.sum(1) == 50).all()  # 300 air symbols: 50 from each tile
+        channels = np.nonzero(seen[0])[0] // 64
+        assert set(channels) == set(range(8))
+    assert not np.array_equal(interleave(s), interleave(s, rotate=False))
+    with pytest.raises(ValueError, match="whole number"):
+        deinterleave(air[:-1], 6)
     with pytest.raises(ValueError, match="expected 6"):
         from_tiles(t[:5], (50, 70))
+
+
+def test_each_tiles_symbols_visit_every_subcarrier():
+    """A 512x768 photograph is 384 tiles, a multiple of the 48 data subcarriers: without the
+    rotation every symbol of a tile sits on one subcarrier (air position mod 48), so a faded
+    subcarrier takes whole tiles; with it, each tile's 512 symbols cover all 48."""
+    tiles, k = 384, 512
+    where = np.arange(tiles * k) % 48  # the data subcarrier of each air position
+    for rotate, want in ((True, 48), (False, 1)):
+        sub = deinterleave(where, tiles, rotate)  # [tiles, k]: each tile's subcarriers
+        assert {len(set(row)) for row in sub.tolist()} == {want}
+    # and evenly: each subcarrier carries 512 / 48 = 10 or 11 of a tile's symbols
+    counts = np.stack([np.bincount(r, minlength=48) for r in deinterleave(where, tiles)])
+    assert counts.min() >= 10 and counts.max() <= 11
