@@ -56,10 +56,11 @@ class Air:
     """Frames of MAX_PAYLOAD symbols through PHY transmit, a channel profile, PHY receive (the
     payload equalised with the estimate the header refines, as ``hil rx`` does)."""
 
-    def __init__(self, phy, chan: str):
+    def __init__(self, phy, chan: str, per_photo: bool = False):
         self.fb = FrameBuilder(phy)
         self.rx = OfdmReceiver(phy)
         self.chain = ChannelChain.from_tables(list(profile(chan, phy.sample_rate_hz)))
+        self.per_photo = per_photo  # one channel draw for all of a photograph's frames
 
     def send(self, s: np.ndarray, snr_db: float, g: torch.Generator):
         """symbols [k] complex64 -> (received [k] complex64, symbol gain [k] float32, frames)."""
@@ -74,6 +75,8 @@ class Air:
     def send_frames(self, chunks: list[np.ndarray], snr_db: float, g: torch.Generator):
         """Frames' symbols, each [n] complex64 -> per frame (received [n] complex64, symbol
         gain [n] float32)."""
+        if self.per_photo:
+            return self._send_static(chunks, snr_db, g)
         ys = []
         with torch.inference_mode():
             for n in sorted(
@@ -91,6 +94,28 @@ class Air:
         ys.sort(key=lambda t: t[0])
         return [(y, gg) for _, y, gg in ys]
 
+    def _send_static(self, chunks: list[np.ndarray], snr_db: float, g: torch.Generator):
+        """``send_frames`` with one channel draw for all the frames: they go through the
+        channel back to back as one stream (a bench's channel holds still over the tenth of
+        a second a photograph takes; per frame, each frame gets a draw of its own)."""
+        c = self.fb.cfg
+        hdr = torch.ones(1, c.header_symbols, c.n_data)
+        with torch.inference_mode():
+            xs = [self.fb.build(torch.from_numpy(ch)[None], hdr)[0] for ch in chunks]
+            y = self.chain(torch.cat(xs)[None], torch.tensor([snr_db]), generator=g).y[0]
+            starts = np.cumsum([0] + [len(x) for x in xs])
+            out = [None] * len(chunks)
+            for n in sorted({len(ch) for ch in chunks}):  # frames of one length in a batch
+                idx = [i for i, ch in enumerate(chunks) if len(ch) == n]
+                seg = torch.stack([y[starts[i] : starts[i + 1]] for i in idx])
+                r = self.rx.receive_frame(seg, n, hdr.expand(len(idx), -1, -1))
+                for j, i in enumerate(idx):
+                    out[i] = (r.symbols[j].numpy(), r.symbol_gain[j].numpy())
+        return out
+
+
+ROTATE = [True]  # the tiles' interleaver with its rotation across subcarriers (scheme 254)
+
 
 def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, seed: int):
     """One photograph [3, H, W] float32 -> (PSNR dB, frames, frames lost)."""
@@ -103,13 +128,13 @@ def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, 
         s = model.encoder(xin).numpy()  # [n, k] each tile (or the image) at unit power
         n, k = s.shape
         mixed = mode.startswith("tiles") and not mode.endswith("-plain")
-        y, gain, frames = air.send(interleave(s) if mixed else s.reshape(-1), snr, g)
+        y, gain, frames = air.send(interleave(s, ROTATE[0]) if mixed else s.reshape(-1), snr, g)
         lost = np.random.default_rng(seed).random(frames) < lost_p
         for f in np.flatnonzero(lost):
             y[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
             gain[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
         if mixed:
-            y, gain = deinterleave(y, n), deinterleave(gain, n)
+            y, gain = deinterleave(y, n, ROTATE[0]), deinterleave(gain, n, ROTATE[0])
         snr_est = torch.full((n,), float(snr))
         xh = model.decoder(
             torch.from_numpy(np.ascontiguousarray(y)).reshape(n, k),
@@ -246,7 +271,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
     print("| channel | scheme | " + " | ".join(f"{s:g} dB" for s in snrs) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in snrs) + " |")
     for chan in chans:
-        air = Air(phy, chan)
+        air = Air(phy, chan, a.fading == "per-photo")
         jscc = [
             float(
                 np.mean(
@@ -304,7 +329,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
     print("| channel | scheme | " + " | ".join(f"{v:g} %" for v in losses) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in losses) + " |")
     for chan in chans:
-        air = Air(phy, chan)
+        air = Air(phy, chan, a.fading == "per-photo")
         jscc = [
             float(
                 np.mean(
@@ -386,8 +411,23 @@ def main(argv=None) -> int:
     )
     p.add_argument("--plot", help="digital: write PSNR vs SNR and vs frames lost to this PNG")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--fading",
+        choices=["per-frame", "per-photo"],
+        default="per-frame",
+        help="a channel draw for each frame (default), or one for all of a photograph's frames "
+        "(a static bench channel)",
+    )
+    p.add_argument(
+        "--order",
+        choices=["254", "255"],
+        default="254",
+        help="the tiles' interleaver: scheme 254's (rotated across subcarriers, what hil tx "
+        "sends) or 255's (the order before)",
+    )
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
+    ROTATE[0] = a.order == "254"
     model, phy, doc, _ = load_checkpoint(a.checkpoint or shipped_checkpoint())
     model.eval()
     data = open_dataset(a.dataset, a.split)
@@ -407,7 +447,7 @@ def main(argv=None) -> int:
         print("| channel | mode | " + " | ".join(f"{s:g} dB" for s in snrs) + " |")
         print("| --- | --- | " + " | ".join("---" for _ in snrs) + " |")
         for chan in chans:
-            air = Air(phy, chan)
+            air = Air(phy, chan, a.fading == "per-photo")
             for mode in MODES:
                 row = []
                 for snr in snrs:
@@ -425,7 +465,7 @@ def main(argv=None) -> int:
         print("| channel | mode | " + " | ".join(f"{v:g} %" for v in losses) + " |")
         print("| --- | --- | " + " | ".join("---" for _ in losses) + " |")
         for chan in chans:
-            air = Air(phy, chan)
+            air = Air(phy, chan, a.fading == "per-photo")
             for mode in MODES:
                 row = []
                 for lp in losses:
