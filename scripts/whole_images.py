@@ -5,6 +5,7 @@ lost frames cost.
     python scripts/whole_images.py --only modes --snr 0,10,20
     python scripts/whole_images.py --only loss --loss 0,1,5,10,20 --loss-snr 10
     python scripts/whole_images.py --only digital --plot docs/whole_vs_digital.png
+    python scripts/whole_images.py --only modes --channel multipath_cfo --fading per-photo [--order 255]
 
 Each photograph of the held-out whole split (``hil corpus``; 16 photographs, 768 pixels on the
 long side) goes the way ``hil tx`` sends it: encoded, its symbols cut into frames of
@@ -17,6 +18,9 @@ zero symbol gain). PSNR is measured on the photograph at its own size.
   photograph padded to whole tiles, each tile encoded alone): ``tiles32`` as ``hil tx`` sends
   them (symbols interleaved across tiles, ``hil.jscc.images.interleave``), ``-plain`` tile
   after tile: PSNR per SNR and channel profile.
+- ``--fading per-photo``: one channel draw for all of a photograph's frames (a static bench
+  channel) instead of one per frame; ``--order 255``: the tiles' air order before scheme 254
+  (no rotation across subcarriers), to measure what it cost.
 - ``loss``: PSNR against the fraction of frames lost (each frame lost with that probability,
   the same draws for every mode), at ``--loss-snr``.
 - ``digital``: JSCC (``tiles32``) against the separation baseline for whole photographs
