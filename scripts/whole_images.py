@@ -60,11 +60,17 @@ class Air:
     """Frames of MAX_PAYLOAD symbols through PHY transmit, a channel profile, PHY receive (the
     payload equalised with the estimate the header refines, as ``hil rx`` does)."""
 
-    def __init__(self, phy, chan: str, per_photo: bool = False):
+    def __init__(self, phy, chan: str, per_photo: bool = False, rotate: bool = True):
         self.fb = FrameBuilder(phy)
         self.rx = OfdmReceiver(phy)
         self.chain = ChannelChain.from_tables(list(profile(chan, phy.sample_rate_hz)))
         self.per_photo = per_photo  # one channel draw for all of a photograph's frames
+        self.rotate = rotate  # the tiles' order: scheme 254's rotation (False: 255's)
+
+    @classmethod
+    def from_args(cls, phy, chan: str, a) -> Air:
+        """The air of the command line's ``--fading`` and ``--order``."""
+        return cls(phy, chan, a.fading == "per-photo", a.order == "254")
 
     def send(self, s: np.ndarray, snr_db: float, g: torch.Generator):
         """symbols [k] complex64 -> (received [k] complex64, symbol gain [k] float32, frames)."""
@@ -118,9 +124,6 @@ class Air:
         return out
 
 
-ROTATE = [True]  # the tiles' interleaver with its rotation across subcarriers (scheme 254)
-
-
 def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, seed: int):
     """One photograph [3, H, W] float32 -> (PSNR dB, frames, frames lost)."""
     g = torch.Generator().manual_seed(seed)
@@ -132,13 +135,13 @@ def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, 
         s = model.encoder(xin).numpy()  # [n, k] each tile (or the image) at unit power
         n, k = s.shape
         mixed = mode.startswith("tiles") and not mode.endswith("-plain")
-        y, gain, frames = air.send(interleave(s, ROTATE[0]) if mixed else s.reshape(-1), snr, g)
+        y, gain, frames = air.send(interleave(s, air.rotate) if mixed else s.reshape(-1), snr, g)
         lost = np.random.default_rng(seed).random(frames) < lost_p
         for f in np.flatnonzero(lost):
             y[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
             gain[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
         if mixed:
-            y, gain = deinterleave(y, n, ROTATE[0]), deinterleave(gain, n, ROTATE[0])
+            y, gain = deinterleave(y, n, air.rotate), deinterleave(gain, n, air.rotate)
         snr_est = torch.full((n,), float(snr))
         xh = model.decoder(
             torch.from_numpy(np.ascontiguousarray(y)).reshape(n, k),
@@ -275,7 +278,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
     print("| channel | scheme | " + " | ".join(f"{s:g} dB" for s in snrs) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in snrs) + " |")
     for chan in chans:
-        air = Air(phy, chan, a.fading == "per-photo")
+        air = Air.from_args(phy, chan, a)
         jscc = [
             float(
                 np.mean(
@@ -333,7 +336,7 @@ def digital_tables(model, phy, imgs, a, chans) -> None:
     print("| channel | scheme | " + " | ".join(f"{v:g} %" for v in losses) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in losses) + " |")
     for chan in chans:
-        air = Air(phy, chan, a.fading == "per-photo")
+        air = Air.from_args(phy, chan, a)
         jscc = [
             float(
                 np.mean(
@@ -431,7 +434,6 @@ def main(argv=None) -> int:
     )
     a = p.parse_args(argv)
     torch.set_num_threads(a.threads)
-    ROTATE[0] = a.order == "254"
     model, phy, doc, _ = load_checkpoint(a.checkpoint or shipped_checkpoint())
     model.eval()
     data = open_dataset(a.dataset, a.split)
@@ -451,7 +453,7 @@ def main(argv=None) -> int:
         print("| channel | mode | " + " | ".join(f"{s:g} dB" for s in snrs) + " |")
         print("| --- | --- | " + " | ".join("---" for _ in snrs) + " |")
         for chan in chans:
-            air = Air(phy, chan, a.fading == "per-photo")
+            air = Air.from_args(phy, chan, a)
             for mode in MODES:
                 row = []
                 for snr in snrs:
@@ -469,7 +471,7 @@ def main(argv=None) -> int:
         print("| channel | mode | " + " | ".join(f"{v:g} %" for v in losses) + " |")
         print("| --- | --- | " + " | ".join("---" for _ in losses) + " |")
         for chan in chans:
-            air = Air(phy, chan, a.fading == "per-photo")
+            air = Air.from_args(phy, chan, a)
             for mode in MODES:
                 row = []
                 for lp in losses:

@@ -366,11 +366,10 @@ def crc_ok_batch(bits: np.ndarray) -> list[bool]:
     raw = np.packbits(bits, axis=1)
     if raw.ndim != 2 or raw.shape[1] != HEADER_LEN:
         raise ValueError(f"bits must be [B, {HEADER_BITS}], got {np.shape(bits)}")
-    crc = raw[:, BODY_LEN:].astype(np.uint32)
-    want = (crc[:, 0] << 24 | crc[:, 1] << 16 | crc[:, 2] << 8 | crc[:, 3]).tolist()
     b = raw.tobytes()  # bytes slices: cheaper than numpy rows
     return [
-        zlib.crc32(b[i * HEADER_LEN : i * HEADER_LEN + BODY_LEN]) == w for i, w in enumerate(want)
+        zlib.crc32(b[o : o + BODY_LEN]) == int.from_bytes(b[o + BODY_LEN : o + HEADER_LEN], "big")
+        for o in range(0, len(b), HEADER_LEN)
     ]
 
 

@@ -586,7 +586,7 @@ class FrameReceiver:
             # a payload pass on the header pass's bins reads no sample before the payload
             first = 0
             if est is not None and n_payload and est.known_bins is not None:
-                first = c.lts_len + c.header_symbols * c.symbol_len
+                first = c.lts_len + c.header_len
             return self._fast.cut(self._buf, starts, n, cfo, first)
         segs = np.empty((len(dets), n), np.complex64)
         for i, det in enumerate(dets):
