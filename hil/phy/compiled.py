@@ -490,8 +490,7 @@ def _cut_derotate(buf, offsets, n, cfo, block, first=0):
         for m in range(head):
             out[r, m] = 0
         f = cfo[r]
-        for i in range(block):
-            inner[i] = complex(math.cos(_TWO_PI * f * i), -math.sin(_TWO_PI * f * i))
+        _rotation(f, inner)
         o = offsets[r]
         for m0 in range(head - head % block, n, block):
             outer = complex(math.cos(_TWO_PI * f * m0), -math.sin(_TWO_PI * f * m0))
