@@ -11,7 +11,10 @@ per-frame records and their running means.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from dataclasses import dataclass, field
+
+import numpy as np
 
 
 @dataclass
@@ -196,6 +199,7 @@ class Records:
         self.n = {"decoded": 0, "scored": 0}
         self.sums = {"psnr_db": 0.0, "ssim": 0.0, "snr_db": 0.0, "cfo_hz": 0.0}
         self.on_add = None  # called with each record (the live view)
+        self.latencies: deque[float] = deque(maxlen=keep)  # the newest images' (s)
 
     def add(self, rec: dict) -> None:
         if self.on_add is not None:
@@ -204,6 +208,8 @@ class Records:
             self.n["decoded"] += 1
             self.sums["snr_db"] += rec["snr_db"]
             self.sums["cfo_hz"] += rec["cfo_hz"]
+            if "latency_s" in rec:
+                self.latencies.append(rec["latency_s"])
             if "psnr_db" in rec:
                 self.n["scored"] += 1
                 self.sums["psnr_db"] += rec["psnr_db"]
@@ -212,6 +218,14 @@ class Records:
             self.items.append(rec)
         else:
             self.not_kept += 1
+
+    def latency(self) -> dict | None:
+        """End to end, the transmitter starting on an image to its decode here (s), over the
+        newest ``keep`` images: {"n", "median", "max"}; None without any."""
+        if not self.latencies:
+            return None
+        v = sorted(self.latencies)
+        return {"n": len(v), "median": float(np.median(v)), "max": v[-1]}
 
     def mean(self, key: str) -> float | None:
         n = self.n["scored"] if key in ("psnr_db", "ssim") else self.n["decoded"]

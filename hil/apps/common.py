@@ -108,12 +108,14 @@ def add_whole_image_args(p) -> None:
     p.add_argument("--images", action="append", metavar="DIR", help="send every image in DIR whole")
     p.add_argument(
         "--whole-mode",
-        choices=["tiles", "full"],
+        choices=["tiles", "interleaved", "full"],
         default="tiles",
-        help="--image/--images: encode each photograph as 32x32 tiles, their symbols interleaved "
-        "(sharper, and it loses less per lost frame) or whole at full resolution (kept for "
-        "comparison); also sets the digital baseline's symbol budget; see "
-        "scripts/whole_images.py",
+        help="--image/--images: 32x32 tiles, their symbols interleaved within segments of a few "
+        "frames, each segment sent while the next is encoded and decoded as soon as it is in "
+        "(scheme 253; the default); 'interleaved': the same tiles interleaved across the whole "
+        "photograph (scheme 254: nothing goes out before all is encoded, nor is decoded before "
+        "all arrived); 'full': whole at full resolution (kept for comparison). Also sets the "
+        "digital baseline's symbol budget; see scripts/whole_images.py",
     )
 
 

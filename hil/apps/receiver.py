@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -73,10 +74,13 @@ class Receiver:
     seconds, whichever comes first (``decode_waiting`` decodes them now). The JSCC decoder
     costs 0.4-0.5 ms a 32x32 tile in batches of 16 or more against 1.75 ms one at a time
     (one core, bfloat16): a receiver that falls behind catches up instead of staying behind.
+    A photograph's frames (more than one chunk) never wait: its decoder holds them until a
+    segment or the whole image is in and decodes that as one batch.
     """
 
     DECODE_BATCH = 64
     DECODE_WAIT_S = 0.25
+    MAX_STARTED = 8192  # transmissions whose start times are kept for the latency
 
     def __init__(
         self,
@@ -128,6 +132,9 @@ class Receiver:
         self.stream_samples = 0
         self._waiting: list[FrameEvent] = []  # admitted frames not yet decoded
         self._waiting_seqs: set[int] = set()  # their seqs
+        # (item id, seq of its first frame) -> when the transmitter started on it (its clock,
+        # time.time(): an end-to-end latency where both run on one host or synchronised ones)
+        self.started: dict[tuple, float] = {}
         self._waiting_since = 0.0
         if tap is not None:
             self.records.on_add = tap.frame
@@ -140,6 +147,11 @@ class Receiver:
         kind = m.get("type")
         if kind == "sent" and isinstance(m.get("seq"), int):
             self.acc.sent[m["seq"]] = m.get("item_id")
+            t, chunk = m.get("t_start"), m.get("chunk", 0)
+            if isinstance(t, (int, float)) and math.isfinite(t) and isinstance(chunk, int):
+                self.started[(m.get("item_id"), m["seq"] - chunk)] = float(t)
+                while len(self.started) > self.MAX_STARTED:
+                    self.started.pop(next(iter(self.started)))
             if self.writer is not None and isinstance(m.get("msg_seq"), int):
                 self.manifest[m["msg_seq"]] = m
         elif kind == "image":
@@ -312,6 +324,9 @@ class Receiver:
         self._waiting += ok
         if (
             not more
+            # a photograph's frames go on at once: its decoder holds them until a segment or
+            # the image is complete, and decodes that in one batch anyway
+            or any(e.header.chunk_count > 1 for e in ok)
             or len(self._waiting) >= self.DECODE_BATCH
             or (self._waiting and time.monotonic() - self._waiting_since >= self.DECODE_WAIT_S)
         ):
@@ -372,9 +387,10 @@ class Receiver:
         """Account, score (where the reference is known), record and show one image."""
         first, img = d.first, d.image
         h = first.header
+        now = time.time()
         rec = {
             "status": "decoded",
-            "time": round(time.time(), 3),
+            "time": round(now, 3),
             "seq": h.seq,
             "scheme": h.scheme,
             "item_id": h.item_id,
@@ -386,6 +402,9 @@ class Receiver:
             "sc_metric": round(first.sc_metric, 3),
         }
         rec["intact"] = d.intact  # False: a digital bitstream that did not arrive whole
+        started = self.started.get((h.item_id, h.seq - h.chunk_index))
+        if started is not None:  # the transmitter started on it -> decoded here
+            rec["latency_s"] = round(now - started, 4)
         if h.chunk_count > 1:
             rec["lost_chunks"] = d.lost_chunks
         entry = self.item_images.get(h.item_id)
@@ -449,6 +468,7 @@ class Receiver:
             "psnr_db_mean": self.records.mean("psnr_db"),
             "ssim_mean": self.records.mean("ssim"),
             "snr_est_db_mean": self.records.mean("snr_db"),
+            "latency_s": self.records.latency(),
             "cfo_hz_mean": self.records.mean("cfo_hz"),
             "per_frame": [r for r in items if r.get("status") != "header_failed"]
             + [r for r in items if r.get("status") == "header_failed"],

@@ -18,7 +18,7 @@ import zmq
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
 from ..phy import MAX_PAYLOAD, FrameBuilder, Header, to_full_scale
-from ..phy.header import SCHEME_JSCC_TILED
+from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_SEGMENTED, SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
 from ..transport import CYCLIC, EOB, SOB, SampleSender, make_socket, send_json
 from .common import (
@@ -182,6 +182,67 @@ def digital_whole(key: str, images, n_symbols: list[int], log):
     return out, schemes
 
 
+class _Segmented:
+    """A photograph's frames' payloads in scheme 253 (``Segments``), encoded a segment at a
+    time as the send loop asks for them (the first frames go on the air while the rest are
+    encoded) and kept for repeats."""
+
+    def __init__(self, model, im):
+        from ..jscc.images import TILE, Segments, tile_grid, to_tiles
+
+        self.model, self.im = model, im
+        self.lay = Segments.of(
+            int(np.prod(tile_grid(im.size))), model.cfg.n_symbols((3, TILE, TILE)), MAX_PAYLOAD
+        )
+        self.tiles = to_tiles
+        self.made: list[np.ndarray] = []
+        self._gen = None
+
+    def __len__(self) -> int:
+        return self.lay.chunk_count
+
+    def __iter__(self):
+        for i in range(len(self)):
+            if i == len(self.made):
+                self._gen = self._gen or self._encode()
+                self.made.append(next(self._gen))
+            yield self.made[i]
+
+    def _encode(self):
+        x = self.tiles(self.im.as_float())
+        held = np.zeros(0, np.complex64)
+        for s, r in enumerate(self.lay.tiles):
+            with torch.inference_mode():
+                sym = to_numpy(self.model.encoder(x[r.start : r.stop]))
+            held = np.concatenate([held, self.lay.air(s, sym)])
+            while len(held) >= MAX_PAYLOAD:
+                yield held[:MAX_PAYLOAD]
+                held = held[MAX_PAYLOAD:]
+        if len(held):
+            yield held
+
+
+def _whole_frames(model, im, a, log):
+    """A photograph's frames, prepared when called: () -> (frame payloads or None where a
+    digital bitstream does not fit, scheme byte). JSCC tiles go out in scheme 253,
+    encoded a segment at a time as they are sent."""
+
+    def prepare():
+        from ..jscc.images import whole_symbols
+
+        if a.scheme.lower() != "jscc":
+            n = whole_symbols(model.cfg, im.size, a.whole_mode)
+            (f,), (scheme,) = digital_whole(a.scheme, [im], [n], log)
+            return f, scheme
+        if a.whole_mode == "tiles":
+            return _Segmented(model, im), SCHEME_JSCC_SEGMENTED
+        if a.whole_mode == "interleaved":
+            return _cut(encode_whole(model, [im], "tiles")[0]), SCHEME_JSCC_TILED
+        return _cut(encode_whole(model, [im], "full")[0]), SCHEME_JSCC
+
+    return prepare
+
+
 def _cut(s: np.ndarray) -> list[np.ndarray]:
     """An image's symbols in frames of MAX_PAYLOAD, the last one shorter."""
     return [s[i : i + MAX_PAYLOAD] for i in range(0, len(s), MAX_PAYLOAD)]
@@ -216,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     whole = []
     digital = a.scheme.lower() != "jscc"
     if a.image or a.images:
-        from ..jscc.images import gather_images, whole_symbols
+        from ..jscc.images import gather_images
 
         whole = gather_images(a.image, a.images)
         shapes = [(3, *im.size) for im in whole]
@@ -226,16 +287,12 @@ def main(argv: list[str] | None = None) -> int:
             model.cfg.bandwidth_ratio,
             doc["fingerprint"],
             len(whole),
-            a.scheme if digital else "32x32 tiles" if a.whole_mode == "tiles" else "full size",
+            a.scheme if digital else "full size" if a.whole_mode == "full" else "32x32 tiles",
             ", ".join(f"{im.name} {im.size[1]}x{im.size[0]}" for im in whole),
         )
-        if digital:
-            ns = [whole_symbols(model.cfg, im.size, a.whole_mode) for im in whole]
-            frames, schemes = digital_whole(a.scheme, whole, ns, log)
-        else:
-            symbols = encode_whole(model, whole, a.whole_mode)
-            scheme = SCHEME_JSCC_TILED if a.whole_mode == "tiles" else 0
-            frames, schemes = [_cut(s) for s in symbols], [scheme] * len(symbols)
+        # prepared when the send loop reaches it (the end-to-end latency counts its encode)
+        frames = [_whole_frames(model, im, a, log) for im in whole]
+        schemes = [None] * len(whole)  # each photograph's, once prepared
     else:
         x, _ids = items(a.dataset, a.crop, a.count)
         log.info(
@@ -283,7 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     sent = 0
     try:
         for _ in range(a.repeat):
-            for item_id, chunks in enumerate(frames):
+            for item_id in range(len(frames)):
+                t_start = time.time()  # the transmitter starts on it: the latency's origin
+                if callable(frames[item_id]):  # a photograph: encoded now, kept for repeats
+                    frames[item_id], schemes[item_id] = frames[item_id]()
+                chunks = frames[item_id]
                 if chunks is None:  # digital: did not fit the budget, never sent
                     continue
                 for ci, c in enumerate(chunks):
@@ -313,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "samples": len(burst),
                                 "msg_seq": sender.seq,
                                 "frame_len": len(f),
+                                "t_start": t_start,
                             },
                         )
                     flags = SOB | EOB | (CYCLIC if a.cyclic else 0)

@@ -25,9 +25,14 @@ import numpy as np
 import torch
 
 from ..convert import to_torch
-from ..phy import FrameEvent
-from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1
-from .images import TILE, deinterleave, from_tiles, padded_shape, tile_grid
+from ..phy import MAX_PAYLOAD, FrameEvent
+from ..phy.header import (
+    SCHEME_JSCC,
+    SCHEME_JSCC_SEGMENTED,
+    SCHEME_JSCC_TILED,
+    SCHEME_JSCC_TILED_V1,
+)
+from .images import TILE, Segments, deinterleave, from_tiles, padded_shape, tile_grid
 
 
 @dataclass
@@ -185,7 +190,7 @@ class ChunkAssembler:
 
 
 class JsccDecoder:
-    """Schemes 0, 254 and 255: the JSCC model's decoder, with chunk reassembly and loss
+    """Schemes 0, 253, 254 and 255: the JSCC model's decoder, with chunk reassembly and loss
     concealment.
 
     An image larger than one frame is reassembled by a ``ChunkAssembler`` (any order,
@@ -197,7 +202,9 @@ class JsccDecoder:
     (``SCHEME_JSCC_TILED``): the symbols are the image's 32x32 tiles interleaved
     (``interleave``, with its rotation across subcarriers), decoded tile by tile and put
     together; scheme 255 (``SCHEME_JSCC_TILED_V1``), what transmitters sent before, the same
-    without the rotation.
+    without the rotation. Scheme 253 (``SCHEME_JSCC_SEGMENTED``): the tiles in segments
+    (``Segments``), each decoded as soon as the frames that hold it are in, so the image is
+    ready a segment's decode after its last frame, not a whole image's.
     """
 
     def __init__(self, model, max_pending: int = 256, reorder_window: int = 64):
@@ -205,6 +212,9 @@ class JsccDecoder:
             raise ValueError("the JSCC decoder needs a model (rx without --no-decode)")
         self.model = model
         self.chunks = ChunkAssembler(max_pending, reorder_window)
+        self.k_tile = model.cfg.n_symbols((3, TILE, TILE))
+        # scheme 253: (item id, first seq) -> segment -> its decoded tiles [n, 3, 32, 32]
+        self.segments_done: dict[tuple[int, int], dict[int, torch.Tensor]] = {}
 
     def flush(self) -> list[Decoded]:
         """The end of the stream: every incomplete image, concealed."""
@@ -214,6 +224,67 @@ class JsccDecoder:
         return self._decode(self.chunks.add(events))
 
     def _decode(self, complete: list[list]) -> list[Decoded]:
+        seg = [evs for evs in complete if _first(evs).header.scheme == SCHEME_JSCC_SEGMENTED]
+        rest = [evs for evs in complete if _first(evs).header.scheme != SCHEME_JSCC_SEGMENTED]
+        return self._decode_whole(rest) + self._decode_segments(seg)
+
+    def _layout(self, h) -> Segments | None:
+        """Scheme 253's layout for a frame's header; None where the header's chunk count
+        disagrees with it (a frame nobody can place)."""
+        n_tiles = int(np.prod(tile_grid(tuple(h.shape[1:]))))
+        lay = _segments(n_tiles, self.k_tile)
+        return lay if lay.chunk_count == h.chunk_count else None
+
+    def _decode_segments(self, complete: list[list]) -> list[Decoded]:
+        """Scheme 253: every segment whose frames are all in (images still waiting for others
+        included), and every segment left of the images ``complete`` finishes (their lost
+        frames concealed), in one decoder batch; then the finished images put together."""
+        jobs = []  # (key, layout, segment, {chunk: (symbols, gains)}, SNR dB)
+        for key, part in self.chunks.pending.items():
+            h = next(iter(part.values())).header
+            lay = self._layout(h) if h.scheme == SCHEME_JSCC_SEGMENTED else None
+            if lay is None:
+                continue
+            done = self.segments_done.get(key, {})
+            for s in range(len(lay.tiles)):
+                if s not in done and all(c in part for c in lay.chunks(s)):
+                    jobs.append(_job(key, lay, s, part))
+        finished = []  # (key, layout, events with None where lost)
+        for evs in complete:
+            first = _first(evs)
+            key = (first.header.item_id, first.header.seq - first.header.chunk_index)
+            lay = self._layout(first.header)
+            if lay is None:  # header and payload disagree: nothing to decode
+                self.segments_done.pop(key, None)
+                continue
+            part = {i: e for i, e in enumerate(evs) if e is not None}
+            done = self.segments_done.get(key, {})
+            jobs.extend(_job(key, lay, s, part) for s in range(len(lay.tiles)) if s not in done)
+            finished.append((key, lay, evs))
+        if jobs:
+            sym = np.concatenate([j[3] for j in jobs])
+            gain = np.concatenate([j[4] for j in jobs])
+            snr = torch.cat([torch.full((len(j[3]),), j[5]) for j in jobs])
+            with torch.inference_mode():
+                img = self.model.decode_received(
+                    to_torch(sym), snr, (3, TILE, TILE), torch.from_numpy(gain)
+                ).clamp(0, 1)
+            at = 0
+            for key, _lay, s, y, _g, _snr in jobs:
+                self.segments_done.setdefault(key, {})[s] = img[at : at + len(y)]
+                at += len(y)
+        out = []
+        for key, lay, evs in finished:
+            done = self.segments_done.pop(key)
+            tiles = torch.cat([done[s] for s in range(len(lay.tiles))])
+            got = [e for e in evs if e is not None]
+            shape = tuple(got[0].header.shape)
+            out.append(
+                Decoded(got[0], got, from_tiles(tiles, shape[1:]), lost_chunks=len(evs) - len(got))
+            )
+        return out
+
+    def _decode_whole(self, complete: list[list]) -> list[Decoded]:
         by_shape: dict[tuple, list[list]] = {}
         for evs in complete:
             first = next(e for e in evs if e is not None)
@@ -265,6 +336,40 @@ class JsccDecoder:
         return out
 
 
+def _first(evs: list) -> FrameEvent:
+    return next(e for e in evs if e is not None)
+
+
+_SEGMENTS: dict[tuple[int, int], Segments] = {}
+
+
+def _segments(n_tiles: int, k: int) -> Segments:
+    """``Segments.of`` for frames of MAX_PAYLOAD, kept per (tiles, k): a photograph's frames
+    all ask for the same layout."""
+    key = (n_tiles, k)
+    if key not in _SEGMENTS:
+        if len(_SEGMENTS) > 64:
+            _SEGMENTS.clear()
+        _SEGMENTS[key] = Segments.of(n_tiles, k, MAX_PAYLOAD)
+    return _SEGMENTS[key]
+
+
+def _job(key, lay: Segments, s: int, part: dict) -> tuple:
+    """One segment to decode: (key, layout, segment, symbols [tiles, k] complex64, gains
+    [tiles, k] float32, SNR dB: the mean of its frames', or of the image's where all of its
+    frames were lost). A frame whose payload is not the layout's length counts as lost."""
+    payloads, snrs = {}, []
+    for c in lay.chunks(s):
+        e = part.get(c)
+        if e is not None and len(e.symbols) == lay.chunk_len(c):
+            payloads[c] = (e.symbols, e.symbol_gain)
+            snrs.append(e.snr_db)
+    if not snrs:
+        snrs = [e.snr_db for e in part.values()]
+    sym, gain = lay.join(s, payloads)
+    return key, lay, s, sym, gain, float(np.mean(snrs))
+
+
 def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """An image's symbols and per-symbol gains from its chunks in order (None: missing, zeros);
     None when the chunks cannot make k symbols (header and payload disagree)."""
@@ -298,6 +403,8 @@ def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
 
 register(
     "jscc",
-    lambda scheme: scheme in (SCHEME_JSCC, SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1),
+    lambda scheme: (
+        scheme in (SCHEME_JSCC, SCHEME_JSCC_TILED, SCHEME_JSCC_TILED_V1, SCHEME_JSCC_SEGMENTED)
+    ),
     JsccDecoder,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -154,14 +155,15 @@ def from_tiles(tiles: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 def whole_symbols(cfg, size: tuple[int, int], mode: str = "tiles") -> int:
     """Payload symbols the JSCC of model config ``cfg`` spends on an image of ``size`` (H, W):
-    ``tiles`` (32x32 tiles, hil tx's default) or ``full`` (the padded image at once). The
-    digital baseline gets the same for the same photograph."""
-    if mode == "tiles":
+    ``tiles`` or ``interleaved`` (32x32 tiles, segmented or not: hil tx's ``--whole-mode``) or
+    ``full`` (the padded image at once). The digital baseline gets the same for the same
+    photograph."""
+    if mode in ("tiles", "interleaved"):
         r, c = tile_grid(size)
         return r * c * cfg.n_symbols((3, TILE, TILE))
     if mode == "full":
         return cfg.n_symbols(padded_shape((3, *size)))
-    raise ValueError(f"unknown whole-image mode {mode!r}: tiles or full")
+    raise ValueError(f"unknown whole-image mode {mode!r}: tiles, interleaved or full")
 
 
 def _spread(k: int) -> np.ndarray:
@@ -211,3 +213,97 @@ def deinterleave(s: np.ndarray, tiles: int, rotate: bool = True) -> np.ndarray:
     out = np.empty_like(t)
     out[:, _spread(k)] = t
     return out
+
+
+SEGMENT_FRAMES = 8  # scheme 253: a segment of tiles fills at most this many frames
+
+
+@dataclass(frozen=True)
+class Segments:
+    """Scheme 253's layout of an image's tiles on the air: consecutive segments of tiles, each
+    interleaved (``interleave``) only within itself, the segments' symbols one after another,
+    cut into frames of ``frame_symbols`` (the last shorter). The transmitter sends the frames
+    of a segment while it encodes the next, and the receiver decodes a segment as soon as the
+    frames that hold it are in (scheme 254 interleaves every tile of the image across every
+    frame: nothing can go out before all is encoded, nor be decoded before all arrived).
+
+    The segments are as few as keep each within ``SEGMENT_FRAMES`` frames' worth of symbols,
+    their tiles shared out evenly (a 512x768 photograph's 384 tiles of 512 symbols: 6
+    segments of 64 tiles, 6.8 frames each, 41 frames in all). A lost frame takes about
+    1 / 7 of the symbols of one or two segments' tiles. Everything follows from the tile
+    count, the symbols per tile and the frame size, so the header's shape and chunk index
+    say which symbols a frame holds.
+
+    Attributes:
+        tiles: per segment, the range of tile indices (row by row, ``to_tiles``) it holds.
+        k: symbols per tile.
+        frame_symbols: a full frame's payload (symbols).
+    """
+
+    tiles: tuple[range, ...]
+    k: int
+    frame_symbols: int
+
+    @classmethod
+    def of(cls, n_tiles: int, k: int, frame_symbols: int) -> Segments:
+        """The layout of ``n_tiles`` tiles of ``k`` symbols in frames of ``frame_symbols``."""
+        if n_tiles < 1 or k < 1 or frame_symbols < 1:
+            raise ValueError(
+                f"no segments for {n_tiles} tiles of {k} symbols in frames of {frame_symbols}"
+            )
+        n = max(1, -(-n_tiles * k // (SEGMENT_FRAMES * frame_symbols)))
+        n = min(n, n_tiles)
+        edges = [i * n_tiles // n for i in range(n + 1)]
+        return cls(tuple(range(a, b) for a, b in pairwise(edges)), k, frame_symbols)
+
+    @property
+    def symbols(self) -> int:
+        """Payload symbols of the whole image."""
+        return self.tiles[-1].stop * self.k
+
+    @property
+    def chunk_count(self) -> int:
+        """Frames of the whole image."""
+        return -(-self.symbols // self.frame_symbols)
+
+    def chunk_len(self, chunk: int) -> int:
+        """The payload length (symbols) of frame ``chunk``."""
+        if not 0 <= chunk < self.chunk_count:
+            raise ValueError(f"no chunk {chunk} in {self.chunk_count}")
+        return min(self.frame_symbols, self.symbols - chunk * self.frame_symbols)
+
+    def chunks(self, seg: int) -> range:
+        """The chunk indices (frames, counted over the image) that hold segment ``seg``."""
+        r, fs = self.tiles[seg], self.frame_symbols
+        return range(r.start * self.k // fs, -(-r.stop * self.k // fs))
+
+    def air(self, seg: int, s: np.ndarray) -> np.ndarray:
+        """Segment ``seg``'s tiles' symbols [tiles, k] complex64 -> [tiles * k] complex64 in air
+        order (``interleave``); the segments' air orders one after another, cut into frames of
+        ``frame_symbols``, are the image's frames."""
+        if s.shape != (len(self.tiles[seg]), self.k):
+            raise ValueError(
+                f"segment {seg} holds {len(self.tiles[seg])} tiles of {self.k} symbols, "
+                f"got {s.shape}"
+            )
+        return interleave(s)
+
+    def join(self, seg: int, payloads: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Segment ``seg`` from the frames received: ``payloads`` maps a chunk index to (its
+        symbols [n] complex64, their gains [n] float32), n = ``chunk_len``; a chunk not in it
+        was lost -> (symbols [tiles, k] complex64, gains [tiles, k] float32) of the segment, a
+        lost frame's symbols zeros with zero gain (the decoder's "nothing received here")."""
+        r, fs = self.tiles[seg], self.frame_symbols
+        start, stop = r.start * self.k, r.stop * self.k
+        sym = np.zeros(stop - start, np.complex64)
+        gain = np.zeros(stop - start, np.float32)
+        for c in self.chunks(seg):
+            if c not in payloads:
+                continue
+            ys, gs = payloads[c]
+            if len(ys) != self.chunk_len(c) or len(gs) != len(ys):
+                raise ValueError(f"chunk {c} holds {len(ys)} symbols, not {self.chunk_len(c)}")
+            a, b = max(start, c * fs), min(stop, (c + 1) * fs)
+            sym[a - start : b - start] = ys[a - c * fs : b - c * fs]
+            gain[a - start : b - start] = gs[a - c * fs : b - c * fs]
+        return deinterleave(sym, len(r)), deinterleave(gain, len(r))

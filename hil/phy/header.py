@@ -53,6 +53,11 @@ SCHEME_JSCC_TILED = 254
 # subcarriers (384 tiles for 512x768) it puts every symbol of a tile on one subcarrier, and
 # a faded subcarrier takes whole tiles
 SCHEME_JSCC_TILED_V1 = 255
+# JSCC tiles as 254, interleaved within segments of consecutive tiles (each at most 8
+# frames' worth of symbols) instead of across the whole image, the segments one after
+# another (hil.jscc.images.Segments): the transmitter streams a segment while it encodes
+# the next and the receiver decodes each segment as its frames arrive
+SCHEME_JSCC_SEGMENTED = 253
 
 
 class HeaderError(ValueError):

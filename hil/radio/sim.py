@@ -65,6 +65,11 @@ class SimEngine:
         self.stale_left = s.stale_buffers
         self.blocks = 0
         self.pending_drop = 0
+        if s.ppm:  # the SFO's compiled resampler loaded now: on the first burst it held the
+            # stream for half a second (numba's cache), as long as a photograph's airtime x 5
+            from ..channel import TimingOffset
+
+            TimingOffset(sfo_ppm=s.ppm)(torch.zeros(1, 64, dtype=torch.complex128), delay=0.0)
         self.t0 = time.monotonic()
         self.cfo_hz = s.ppm * 1e-6 * cfg.lo_hz
         self.lo_offset_hz = 0.0  # TX LO minus RX LO (the twin sets them apart)

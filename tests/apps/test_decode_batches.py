@@ -26,7 +26,7 @@ class _Decoders:
         return []
 
 
-def _events(seqs):
+def _events(seqs, chunk=0, chunks=1):
     return [
         FrameEvent(
             "ok",
@@ -35,7 +35,7 @@ def _events(seqs):
             0.0,
             0.9,
             0.9,
-            header=Header(s, s, FP, 512, (3, 32, 32)),
+            header=Header(s, s, FP, 512, (3, 32, 32), chunk, chunks),
             snr_db=10.0,
             evm_pilots=0.1,
         )
@@ -94,3 +94,35 @@ def test_a_duplicate_of_a_waiting_frame_is_not_decoded_twice():
     rx.handle(_events([0, 1, 1]), more=True)  # duplicates: accounted, not decoded again
     rx.decode_waiting()
     assert dec.batches == [[0, 1]] and rx.acc.duplicates == 2
+
+
+def test_a_photographs_frames_never_wait_for_a_batch():
+    """Its decoder holds them until a segment or the image is whole, and batches that itself."""
+    rx, dec = _receiver()
+    (e,) = _events([7], 0, 41)
+    rx.handle([e], more=True)
+    assert dec.batches == [[7]]
+
+
+def test_the_latency_runs_from_the_transmitters_start_to_the_decode():
+    import time
+
+    import torch
+
+    from hil.jscc.decoders import Decoded
+
+    rx, _dec = _receiver()
+    (e,) = _events([12], 2, 5)  # the image's first frame was seq 10
+    t = time.time() - 1.5
+    rx.message({"type": "sent", "seq": 10, "item_id": 12, "chunk": 0, "t_start": t})
+    for bad in (float("nan"), "soon", None):  # not a time: no latency, nothing broken
+        rx.message({"type": "sent", "seq": 20, "item_id": 3, "chunk": 0, "t_start": bad})
+    assert list(rx.started) == [(12, 10)]
+    rx._emit(Decoded(e, [e], torch.zeros(3, 32, 32)))
+    (rec,) = rx.records.items
+    assert 1.5 <= rec["latency_s"] < 30
+    assert rx.summary()["latency_s"] == {
+        "n": 1,
+        "median": rec["latency_s"],
+        "max": rec["latency_s"],
+    }

@@ -21,9 +21,11 @@ def _gradient(path, h=50, w=70):
     Image.fromarray(a).save(path)
 
 
-@pytest.mark.parametrize("mode, frames", [("tiles", 16), ("full", 15)])
+@pytest.mark.parametrize(
+    "mode, frames, scheme", [("tiles", 16, 253), ("interleaved", 16, 254), ("full", 15, 0)]
+)
 def test_whole_photographs_come_back_at_their_size_and_are_scored_by_content(
-    tmp_path, mode, frames
+    tmp_path, mode, frames, scheme
 ):
     _gradient(tmp_path / "gradient.png")
     mine = tmp_path / "receiver_copies"  # the receiver's own copies: other names, other order
@@ -47,7 +49,12 @@ def test_whole_photographs_come_back_at_their_size_and_are_scored_by_content(
     cat, grad = images["chelsea.png"], images["gradient.png"]
     # 451x300 at k/n 1/6: tiles, 10 x 15 of 512 symbols (76800) in 16 frames of <= 4800;
     # full, padded to 452x300: 16 latent channels / 2 x 113 x 75 (67800) in 15
-    assert cat["chunks"] == frames and cat["lost_chunks"] == 0
+    assert cat["chunks"] == frames and cat["lost_chunks"] == 0 and cat["scheme"] == scheme
+    # end to end, the transmitter starting on each photograph to its decode (one host's clock)
+    assert 0 < cat["latency_s"] < 60 and 0 < grad["latency_s"] < 60
+    assert s["latency_s"]["n"] == 2 and s["latency_s"]["max"] == max(
+        cat["latency_s"], grad["latency_s"]
+    )
     assert cat["psnr_db"] > 22 and grad["psnr_db"] > 22  # found by content, not by name
     files = {p.name.split("_", 2)[2]: p for p in saved.glob("seq*_item*.png")}
     assert Image.open(files["chelsea.png"]).size == (451, 300)
@@ -69,7 +76,9 @@ def _drops_profile(tmp_path):
 
 # dB a lost frame may cost at most: full resolution loses a band of one latent channel (it
 # depends on which), interleaved tiles a few symbols of every tile
-@pytest.mark.parametrize("mode, per_frame_db", [("full", 3.0), ("tiles", 1.5)])
+@pytest.mark.parametrize(
+    "mode, per_frame_db", [("full", 3.0), ("tiles", 1.5), ("interleaved", 1.5)]
+)
 def test_a_lost_frame_costs_only_its_part_of_the_photograph(tmp_path, mode, per_frame_db):
     prof = _drops_profile(tmp_path)
     clean_dir, lossy_dir = tmp_path / "clean", tmp_path / "lossy"

@@ -14,8 +14,9 @@ from hil.phy.header import Header
 
 
 def test_every_scheme_byte_has_one_owner_or_none():
-    assert scheme_name(0) == scheme_name(254) == scheme_name(255) == "jscc"  # whole, tiled
-    for s in range(1, 254):
+    # whole, tiled in segments, tiled, tiled without the rotation
+    assert scheme_name(0) == scheme_name(253) == scheme_name(254) == scheme_name(255) == "jscc"
+    for s in range(1, 253):
         assert scheme_name(s) == ("digital" if is_digital_scheme(s) else None)
     assert scheme_name(scheme_id(0, 0)) == "digital"
     with pytest.raises(ValueError):
