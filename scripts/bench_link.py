@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -487,6 +488,35 @@ def whole(repeat: int = 8, rounds: int = 5):
             f"\n{p}: one process doing all three in turn: {1 / busy:.2f} photographs/s; "
             f"airtime alone allows {1 / air:.2f}/s."
         )
+    lat = {m: [] for m in ("tiles", "interleaved")}
+    psnrs = {m: [] for m in lat}
+    for _ in range(rounds):  # alternating, so a slow minute of the machine hits both
+        for mode in lat:
+            s = _link(
+                [
+                    *("--profile", str(PROFILE), "--image", str(photo), "--repeat", "1"),
+                    *("--pace", "--whole-mode", mode),
+                ]
+            )
+            lat[mode].append(s["latency_s"]["median"])
+            psnrs[mode].append(s["psnr_db_mean"])
+    print(
+        f"\nMeasured end to end in the link (hil link --pace, {PROFILE.name}, the photograph "
+        f"once; the transmitter starting on it to the receiver having it decoded; tx, radio "
+        f"and rx each a process on this machine's {os.cpu_count()} cores; {rounds} rounds, "
+        "alternating):\n"
+    )
+    print("| --whole-mode | scheme | latency (ms), median | min - max | airtime (ms) | PSNR (dB) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    scheme = {"tiles": "253, segments streamed", "interleaved": "254, the whole image"}
+    for mode, v in lat.items():
+        print(
+            f"| {mode} | {scheme[mode]} | {np.median(v) * 1e3:.0f} | {min(v) * 1e3:.0f} - "
+            f"{max(v) * 1e3:.0f} | {air * 1e3:.0f} | {np.mean(psnrs[mode]):.2f} |"
+        )
+    print(
+        f"\ninterleaved / tiles latency: {np.median(lat['interleaved']) / np.median(lat['tiles']):.2f}x"
+    )
     s = _link(
         [
             *("--profile", str(PROFILE), "--image", str(photo), "--repeat", str(repeat)),

@@ -15,9 +15,11 @@ decoded as ``hil rx`` does (``JsccDecoder``'s concealment: a lost frame's symbol
 zero symbol gain). PSNR is measured on the photograph at its own size.
 
 - ``modes``: full resolution (one image, one latent) against tiles of 32x32 and 64x64 (the
-  photograph padded to whole tiles, each tile encoded alone): ``tiles32`` as ``hil tx`` sends
-  them (symbols interleaved across tiles, ``hil.jscc.images.interleave``), ``-plain`` tile
-  after tile: PSNR per SNR and channel profile.
+  photograph padded to whole tiles, each tile encoded alone): ``tiles32`` symbols interleaved
+  across all the tiles (``hil.jscc.images.interleave``, scheme 254, ``hil tx --whole-mode
+  interleaved``), ``-seg`` interleaved within segments of at most 8 frames (scheme 253,
+  ``hil.jscc.images.Segments``, what ``hil tx`` sends by default), ``-plain`` tile after tile:
+  PSNR per SNR and channel profile (``--modes`` picks some).
 - ``--fading per-photo``: one channel draw for all of a photograph's frames (a static bench
   channel) instead of one per frame; ``--order 255``: the tiles' air order before scheme 254
   (no rotation across subcarriers), to measure what it cost.
@@ -49,11 +51,19 @@ from hil.apps.tx import MAX_PAYLOAD
 from hil.channel import ChannelChain, profile
 from hil.jscc.checkpoint import load_checkpoint
 from hil.jscc.data import open_dataset
-from hil.jscc.images import deinterleave, from_tiles, interleave, pad, to_tiles, whole_symbols
+from hil.jscc.images import (
+    Segments,
+    deinterleave,
+    from_tiles,
+    interleave,
+    pad,
+    to_tiles,
+    whole_symbols,
+)
 from hil.jscc.metrics import psnr
 from hil.phy import FrameBuilder, OfdmReceiver
 
-MODES = ("full", "tiles32", "tiles32-plain", "tiles64")
+MODES = ("full", "tiles32", "tiles32-seg", "tiles32-plain", "tiles64")
 
 
 class Air:
@@ -131,17 +141,35 @@ def run(model, air: Air, x: torch.Tensor, mode: str, snr: float, lost_p: float, 
         if mode == "full":
             xin = pad(x)[None]
         else:
-            xin = to_tiles(x, int(mode.removeprefix("tiles").removesuffix("-plain")))
+            size = mode.removeprefix("tiles").removesuffix("-plain").removesuffix("-seg")
+            xin = to_tiles(x, int(size))
         s = model.encoder(xin).numpy()  # [n, k] each tile (or the image) at unit power
         n, k = s.shape
-        mixed = mode.startswith("tiles") and not mode.endswith("-plain")
-        y, gain, frames = air.send(interleave(s, air.rotate) if mixed else s.reshape(-1), snr, g)
+        mixed = mode.startswith("tiles") and not mode.endswith(("-plain", "-seg"))
+        lay = Segments.of(n, k, MAX_PAYLOAD) if mode.endswith("-seg") else None
+        if lay is not None:  # scheme 253: each segment interleaved alone, one after another
+            flat = np.concatenate(
+                [lay.air(i, s[r.start : r.stop]) for i, r in enumerate(lay.tiles)]
+            )
+        else:
+            flat = interleave(s, air.rotate) if mixed else s.reshape(-1)
+        y, gain, frames = air.send(flat, snr, g)
         lost = np.random.default_rng(seed).random(frames) < lost_p
         for f in np.flatnonzero(lost):
             y[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
             gain[f * MAX_PAYLOAD : (f + 1) * MAX_PAYLOAD] = 0
         if mixed:
             y, gain = deinterleave(y, n, air.rotate), deinterleave(gain, n, air.rotate)
+        elif lay is not None:  # as hil rx puts each segment together (a lost frame: gain 0)
+            got = {
+                c: (
+                    y[c * MAX_PAYLOAD : (c + 1) * MAX_PAYLOAD],
+                    gain[c * MAX_PAYLOAD : (c + 1) * MAX_PAYLOAD],
+                )
+                for c in range(frames)
+            }
+            parts = [lay.join(i, got) for i in range(len(lay.tiles))]
+            y, gain = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
         snr_est = torch.full((n,), float(snr))
         xh = model.decoder(
             torch.from_numpy(np.ascontiguousarray(y)).reshape(n, k),
@@ -411,6 +439,9 @@ def main(argv=None) -> int:
     p.add_argument("--limit", type=int, default=None, help="the first N photographs only")
     p.add_argument("--only", choices=["modes", "loss", "digital"])
     p.add_argument(
+        "--modes", default=",".join(MODES), help="modes and loss: which of " + ", ".join(MODES)
+    )
+    p.add_argument(
         "--digital-channel", default="awgn,two_pluto", help="channels of the digital tables"
     )
     p.add_argument(
@@ -433,6 +464,8 @@ def main(argv=None) -> int:
         "sends) or 255's (the order before)",
     )
     a = p.parse_args(argv)
+    if unknown := set(a.modes.split(",")) - set(MODES):
+        p.error(f"--modes: unknown {', '.join(sorted(unknown))}; known: {', '.join(MODES)}")
     torch.set_num_threads(a.threads)
     model, phy, doc, _ = load_checkpoint(a.checkpoint or shipped_checkpoint())
     model.eval()
@@ -454,7 +487,7 @@ def main(argv=None) -> int:
         print("| --- | --- | " + " | ".join("---" for _ in snrs) + " |")
         for chan in chans:
             air = Air.from_args(phy, chan, a)
-            for mode in MODES:
+            for mode in a.modes.split(","):
                 row = []
                 for snr in snrs:
                     v = [
@@ -472,7 +505,7 @@ def main(argv=None) -> int:
         print("| --- | --- | " + " | ".join("---" for _ in losses) + " |")
         for chan in chans:
             air = Air.from_args(phy, chan, a)
-            for mode in MODES:
+            for mode in a.modes.split(","):
                 row = []
                 for lp in losses:
                     r = [
