@@ -1,8 +1,10 @@
 """``hil tx``: encode images, frame them, stream the samples to the radio process.
 
 Sends each frame as one sample message (SOB|EOB), tells the receiver what it
-sent on the control channel (JSON: seq, item id, chunk), and ends both streams
-with EOS / ``done`` so the receiver can account for every frame.
+sent on the control channel (JSON: seq, item id, chunk, and when it started on
+the image, ``t_start``, for the end-to-end latency), and ends both streams with
+EOS / ``done`` so the receiver can account for every frame. Whole photographs
+are encoded as the send loop reaches them, in scheme 253 a segment at a time.
 """
 
 from __future__ import annotations
@@ -80,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--start-file",
-        help="load, encode and connect first, then send once this file exists (hil link: the "
-        "receiver's ready file, so the model's start-up does not compete with a live stream)",
+        help="load, encode the --dataset items and connect first, then send once this file "
+        "exists (hil link: the receiver's ready file, so the model's start-up does not compete "
+        "with a live stream); whole photographs are encoded as they are sent",
     )
     p.add_argument(
         "--start-timeout", type=float, default=120.0, help="give up waiting for --start-file (s)"
