@@ -37,6 +37,8 @@ from .common import (
 from .receiver import Receiver
 from .sources import open_source
 
+READY_WAIT_S = 2.0  # --ready-file: at the latest this long after the first samples
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hil rx", description=__doc__)
@@ -95,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--ready-file",
-        help="touch this file once samples flow through the receiver (hil link starts tx then)",
+        help="touch this file once the receiver has caught up with the stream (hil link starts "
+        "tx then)",
     )
     p.add_argument(
         "--truth", help="endpoint to bind for the sim radio's per-burst ground truth (PULL)"
@@ -286,13 +289,17 @@ def _main(a) -> int:
             if first_data is None:
                 first_data = now
             # samples already queued: the frames found may wait for a bigger decoder batch
-            rx.feed(got, more=not got.eos and src.waiting())
+            behind = not got.eos and src.waiting()
+            rx.feed(got, more=behind)
             if len(got.samples):
                 if tap is not None:
                     tap.samples(got.samples)
                     if tap.status_due():
                         tap.status(rx.acc.live(), src.stats_dict(), rx.stats(), meta)
-                if a.ready_file:
+                # ready once caught up with the live stream: what the radio sent before the
+                # receiver started (0.4 s in hil link) is read first, not while frames arrive;
+                # a receiver that stays behind says so after READY_WAIT_S all the same
+                if a.ready_file and (not behind or now - first_data > READY_WAIT_S):
                     Path(a.ready_file).touch()
                     a.ready_file = None
             eos = got.eos
