@@ -434,6 +434,12 @@ def print_table(summary: dict) -> None:
             f"{summary['cfo_hz_mean']:.0f}" if summary["cfo_hz_mean"] is not None else "n/a",
         ),
         (
+            "latency, tx start to decoded (ms)",
+            f"median {lat['median'] * 1e3:.0f}, max {lat['max'] * 1e3:.0f} ({lat['n']} images)"
+            if (lat := summary.get("latency_s"))
+            else "n/a",
+        ),
+        (
             "samples lost / resyncs",
             f"{summary['receiver']['lost_samples']} / {summary['receiver']['resyncs']}",
         ),

@@ -41,3 +41,26 @@ def test_a_dashboard_port_asked_for_is_kept(tmp_path: Path):
     a = build_parser().parse_args(["--dashboard", "--dashboard-port", "8751"])
     words = [str(w) for w in _commands(a, tmp_path, None, "ckpt")["dashboard"]]
     assert words[words.index("--port") + 1] == "8751"
+
+
+def test_the_summary_table_shows_the_latency_where_there_is_one(capsys):
+    from hil.apps.link import print_table
+
+    s = {
+        "counts": {k: 0 for k in ("sent", "decoded", "header_failed", "refused", "missed")}
+        | {"balanced": True},
+        "psnr_db_mean": None,
+        "ssim_mean": None,
+        "snr_est_db_mean": None,
+        "cfo_hz_mean": None,
+        "receiver": {"lost_samples": 0, "resyncs": 0},
+        "wall_seconds": 1.0,
+        "report": "r",
+        "latency_s": {"n": 3, "median": 0.5184, "max": 0.6491},
+    }
+    print_table(s)
+    assert "median 518, max 649 (3 images)" in capsys.readouterr().out
+    s["latency_s"] = None
+    print_table(s)
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("latency")]
+    assert line.endswith("n/a")
