@@ -460,8 +460,8 @@ def main(argv=None) -> int:
         "--order",
         choices=["254", "255"],
         default="254",
-        help="the tiles' interleaver: scheme 254's (rotated across subcarriers, what hil tx "
-        "sends) or 255's (the order before)",
+        help="tiles32's interleaver: scheme 254's (rotated across subcarriers, hil tx "
+        "--whole-mode interleaved; scheme 253's segments use it too) or 255's (the order before)",
     )
     a = p.parse_args(argv)
     if unknown := set(a.modes.split(",")) - set(MODES):
