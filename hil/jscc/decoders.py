@@ -46,7 +46,8 @@ class Decoded:
         events: every frame it came in, chunks in order.
         image: [3, H, W] float32 in [0, 1], on the CPU.
         intact: False where the payload did not arrive whole (shown mid-grey).
-        lost_chunks: frames of the image that never arrived (concealed, JSCC).
+        lost_chunks: frames of the image that never arrived, or (scheme 253) whose payload
+            did not fit their place (concealed, JSCC).
     """
 
     first: FrameEvent
@@ -239,7 +240,7 @@ class JsccDecoder:
         """Scheme 253: every segment whose frames are all in (images still waiting for others
         included), and every segment left of the images ``complete`` finishes (their lost
         frames concealed), in one decoder batch; then the finished images put together."""
-        jobs = []  # (key, layout, segment, {chunk: (symbols, gains)}, SNR dB)
+        jobs = []  # _job's: (key, layout, segment, symbols, gains, SNR dB)
         for key, part in self.chunks.pending.items():
             h = next(iter(part.values())).header
             lay = self._layout(h) if h.scheme == SCHEME_JSCC_SEGMENTED else None
@@ -278,10 +279,11 @@ class JsccDecoder:
             done = self.segments_done.pop(key)
             tiles = torch.cat([done[s] for s in range(len(lay.tiles))])
             got = [e for e in evs if e is not None]
+            # frames that never came, and those whose payload did not fit their place
+            lost = len(evs) - len(got)
+            lost += sum(len(e.symbols) != lay.chunk_len(i) for i, e in enumerate(evs) if e)
             shape = tuple(got[0].header.shape)
-            out.append(
-                Decoded(got[0], got, from_tiles(tiles, shape[1:]), lost_chunks=len(evs) - len(got))
-            )
+            out.append(Decoded(got[0], got, from_tiles(tiles, shape[1:]), lost_chunks=lost))
         return out
 
     def _decode_whole(self, complete: list[list]) -> list[Decoded]:
