@@ -19,6 +19,7 @@ import zmq
 
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
+from ..jscc.images import TILE, Segments, tile_grid, to_tiles
 from ..phy import MAX_PAYLOAD, FrameBuilder, Header, to_full_scale
 from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_SEGMENTED, SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
@@ -191,13 +192,10 @@ class _Segmented:
     encoded) and kept for repeats."""
 
     def __init__(self, model, im):
-        from ..jscc.images import TILE, Segments, tile_grid, to_tiles
-
         self.model, self.im = model, im
         self.lay = Segments.of(
             int(np.prod(tile_grid(im.size))), model.cfg.n_symbols((3, TILE, TILE)), MAX_PAYLOAD
         )
-        self.tiles = to_tiles
         self.made: list[np.ndarray] = []
         self._gen = None
 
@@ -212,7 +210,7 @@ class _Segmented:
             yield self.made[i]
 
     def _encode(self):
-        x = self.tiles(self.im.as_float())
+        x = to_tiles(self.im.as_float())
         held = np.zeros(0, np.complex64)
         for s, r in enumerate(self.lay.tiles):
             with torch.inference_mode():
