@@ -547,3 +547,27 @@ def test_tx_sends_a_burst_unless_asked_for_a_cyclic_buffer():
     assert e.cyclic is None and len(e.bursts) == 1
     e.tx(np.full(10, 0.5, np.complex64), cyclic=True)
     assert e.cyclic is not None
+
+
+def test_the_clock_offsets_compiled_resampler_is_ready_before_the_stream_starts():
+    """With a crystal offset, the engine loads its compiled resampler when it is built: on the
+    first burst numba's cache load held the stream for half a second. A fresh process, so
+    nothing else has loaded it before."""
+    import subprocess
+    import sys
+
+    code = (
+        "from hil.radio import RadioConfig, SimConfig\n"
+        "from hil.radio.sim import SimEngine\n"
+        "from hil.channel.functional import _resample_kernel as k\n"
+        "assert not k.signatures\n"
+        "SimEngine(RadioConfig(backend='sim', sim=SimConfig(ppm={ppm})))\n"
+        "print(len(k.signatures))\n"
+    )
+    loaded = [
+        subprocess.run(
+            [sys.executable, "-c", code.format(ppm=ppm)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for ppm in (10.0, 0.0)
+    ]
+    assert loaded == ["1", "0"]  # no offset: nothing to resample, nothing loaded
