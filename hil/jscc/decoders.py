@@ -17,6 +17,7 @@ building each decoder on first use, and gives back finished images::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,6 +34,8 @@ from ..phy.header import (
     SCHEME_JSCC_TILED_V1,
 )
 from .images import TILE, Segments, deinterleave, from_tiles, padded_shape, tile_grid
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -136,7 +139,9 @@ class ChunkAssembler:
     not all arrive is given up on, its missing chunks as None, once a frame
     ``reorder_window`` sequence numbers past its last one arrives, or at ``flush`` (the end of
     the stream). Beyond ``max_pending`` incomplete images the oldest is given up on early, so
-    memory stays bounded on a lossy link. A single-frame image is ready at once.
+    memory stays bounded on a lossy link. A single-frame image is ready at once. A frame
+    whose chunk count, shape or scheme disagrees with the frames already held for its image
+    (a corrupt or hostile header) is dropped, counted in ``inconsistent`` and logged.
     """
 
     def __init__(self, max_pending: int = 256, reorder_window: int = 64):
@@ -145,6 +150,7 @@ class ChunkAssembler:
         self.pending: dict[tuple[int, int], dict[int, FrameEvent]] = {}
         self.finished: dict[tuple[int, int], None] = {}  # recently completed, for duplicates
         self.newest_seq = -1
+        self.inconsistent = 0  # frames that disagreed with the rest of their image: dropped
 
     def add(self, events: list[FrameEvent]) -> list[list[FrameEvent | None]]:
         """Frames -> the images they complete (or give up on): each its chunks in order,
@@ -160,6 +166,17 @@ class ChunkAssembler:
             if key in self.finished:
                 continue  # a duplicate of a frame of an image already decoded
             part = self.pending.setdefault(key, {})
+            if part:  # an image's frames agree on its chunk count, shape and scheme
+                ref = next(iter(part.values())).header
+                if (h.chunk_count, h.shape, h.scheme) != (ref.chunk_count, ref.shape, ref.scheme):
+                    self.inconsistent += 1
+                    _log.warning(
+                        "frame %d dropped: chunk %d of %d, shape %s, scheme %d, but the frames "
+                        "held for its image say %d chunks, shape %s, scheme %d",
+                        h.seq, h.chunk_index, h.chunk_count, h.shape, h.scheme,
+                        ref.chunk_count, ref.shape, ref.scheme,
+                    )  # fmt: skip
+                    continue
             part[h.chunk_index] = e
             if len(part) == h.chunk_count:
                 ready.append([part[i] for i in range(h.chunk_count)])
@@ -390,7 +407,11 @@ def _symbols(evs: list, k: int) -> tuple[np.ndarray, np.ndarray] | None:
     else:
         full = max(len(e.symbols) for e in got)
     sizes = [full] * (n - 1) + [k - full * (n - 1)]
-    if sizes[-1] <= 0 or any(len(e.symbols) != sizes[i] for i, e in enumerate(evs) if e):
+    if (
+        full <= 0
+        or sizes[-1] <= 0
+        or any(len(e.symbols) != sizes[i] for i, e in enumerate(evs) if e)
+    ):
         return None
     sym = np.zeros(k, np.complex64)
     gain = np.zeros(k, np.float32)

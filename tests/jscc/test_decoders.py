@@ -259,3 +259,58 @@ def test_an_image_with_only_its_short_last_frame_left_is_still_decoded():
     assert dec.decode([event(12, 7, [5], 2, 3)]) == []  # chunks of 3, 3, 1: only the last came
     (d,) = dec.flush()
     assert d.lost_chunks == 2 and float(d.image[0, 0, 0]) == pytest.approx(0.30)  # 6 * 5 / 100
+
+
+def test_a_frame_that_disagrees_with_its_images_other_frames_is_dropped_and_counted():
+    """Same item and first seq, another chunk count (a corrupt or hostile header): before,
+    the assembler took it and then asked for chunks no frame had (KeyError, the receiver
+    down)."""
+    dec = JsccDecoder(FakeModel())
+    assert dec.decode([event(10, 1, [1, 2, 3], 0, 2)]) == []
+    assert dec.decode([event(13, 1, [1, 2, 3], 3, 4)]) == []  # key (1, 10), but 4 chunks
+    assert dec.chunks.inconsistent == 1
+    (d,) = dec.decode([event(11, 1, [4, 5, 6], 1, 2)])
+    assert [e.header.seq for e in d.events] == [10, 11] and d.lost_chunks == 0
+
+
+def test_a_last_chunk_longer_than_the_image_is_not_placed():
+    dec = JsccDecoder(FakeModel())  # 6 symbols an image; chunk 1 of 2 alone, with 9
+    assert dec.decode([event(21, 2, list(range(9)), 1, 2)]) == []
+    assert dec.flush() == []  # nothing decodable: not a crash
+
+
+def test_random_frames_never_bring_the_decoder_down(tiny_cfg):
+    """Headers that passed their CRC but make no sense together: random schemes (whole,
+    tiled, segmented), shapes, chunk indices and counts, payload lengths and seqs, some
+    colliding on (item, first seq). Every image that comes out has its header's shape."""
+    from hil.jscc.model import JsccModel
+    from hil.phy.header import SCHEME_JSCC_SEGMENTED, SCHEME_JSCC_TILED
+
+    model = JsccModel(tiny_cfg.model).eval()
+    rng = np.random.default_rng(5)
+    decs = Decoders(model)
+    out = []
+    for _ in range(1500):
+        count = int(rng.integers(1, 6))
+        n = int(rng.integers(1, 5000))
+        h = Header(
+            seq=int(rng.integers(0, 40)),
+            item_id=int(rng.integers(0, 3)),
+            fingerprint=b"\0" * 8,
+            payload_len=n,
+            shape=(3, int(rng.integers(4, 100)), int(rng.integers(4, 100))),
+            chunk_index=int(rng.integers(0, count)),
+            chunk_count=count,
+            scheme=int(rng.choice([0, SCHEME_JSCC_TILED, SCHEME_JSCC_SEGMENTED])),
+        )
+        sym = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
+        e = FrameEvent(
+            "ok", 0, 0.0, 0.0, 1.0, 1.0, header=h, symbols=sym,
+            symbol_gain=np.ones(n, np.float32), snr_db=float(rng.uniform(0, 20)),
+        )  # fmt: skip
+        out += decs.decode([e])
+    out += decs.flush()
+    assert len(out) > 50  # some made whole images, or were given up on and concealed
+    for d in out:
+        assert tuple(d.image.shape) == tuple(d.first.header.shape)
+        assert torch.isfinite(d.image).all()
