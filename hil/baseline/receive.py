@@ -13,10 +13,13 @@ from ..jscc.decoders import ChunkAssembler, Decoded, register
 from ..phy import FrameEvent
 from .digital import MCS_TABLE, DigitalCodec, is_digital_scheme, is_whole_scheme, parse_scheme
 from .source import decode as decode_image
-from .whole import WholeCodec, assemble
+from .whole import GREY, WholeCodec, assemble
 from .whole import decode_image as decode_whole
 
 log = logging.getLogger("hil.baseline")
+
+
+MAX_CODECS = 16  # (MCS, payload size) codecs kept: a stream names the sizes
 
 
 class DigitalDecoder:
@@ -39,7 +42,16 @@ class DigitalDecoder:
         mi, _codec = parse_scheme(h.scheme)
         key = (mi, len(e.symbols))
         if key not in self.codecs:
-            self.codecs[key] = DigitalCodec(MCS_TABLE[mi], len(e.symbols))
+            try:
+                codec = DigitalCodec(MCS_TABLE[mi], len(e.symbols))
+            except ValueError as err:  # a payload no 5G LDPC code of this MCS fits
+                log.warning(
+                    "frame %d: %d symbols in %s: %s", h.seq, key[1], MCS_TABLE[mi].name, err
+                )
+                return Decoded(e, [e], torch.full(tuple(h.shape), 0.5), intact=False)
+            if len(self.codecs) >= MAX_CODECS:  # payload sizes a stream names: bounded
+                self.codecs.pop(next(iter(self.codecs)))
+            self.codecs[key] = codec
         no = 1.0 / np.maximum(e.symbol_gain, 1e-6)
         data = self.codecs[key].decode(to_torch(e.symbols[None]), torch.from_numpy(no[None]))[0]
         img = decode_image(data, h.shape) if data is not None else None
@@ -54,7 +66,13 @@ class DigitalDecoder:
         if mi not in self.whole:
             self.whole[mi] = WholeCodec(mi)
         wc = self.whole[mi]
-        blocks = wc.decode_frames([(e.symbols, e.symbol_gain) for e in got])
+        try:
+            blocks = wc.decode_frames([(e.symbols, e.symbol_gain) for e in got])
+        except ValueError as err:  # frame sizes no 5G LDPC code of this MCS fits
+            log.warning("item %d: frames not decodable as %s: %s", got[0].header.item_id,
+                        MCS_TABLE[mi].name, err)  # fmt: skip
+            grey = torch.full(tuple(got[0].header.shape), GREY)
+            return Decoded(got[0], got, grey, False, len(evs) - len(got))
         a = assemble([b for bs in blocks for b in bs])
         img, intact = decode_whole(a, got[0].header.shape)
         words = sum(len(wc.codec(len(e.symbols)).segments) for e in got)

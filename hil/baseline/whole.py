@@ -29,6 +29,7 @@ from .digital import MCS_TABLE, DigitalCodec, Mcs
 from .source import decode, decode_truncated
 
 BLOCK_HEADER = 8  # bytes: total length u32, offset u32
+MAX_CODECS = 16  # frame sizes whose codecs a WholeCodec keeps (a photograph needs two)
 GREY = 0.5
 
 
@@ -53,6 +54,8 @@ class WholeCodec:
     def codec(self, n: int) -> DigitalCodec:
         """The ``DigitalCodec`` of a frame of ``n`` symbols (built once per size)."""
         if n not in self._codecs:
+            if len(self._codecs) >= MAX_CODECS:  # frame sizes a stream names: bounded
+                self._codecs.pop(next(iter(self._codecs)))
             self._codecs[n] = DigitalCodec(self.mcs, n, self.num_iter)
         return self._codecs[n]
 
