@@ -33,7 +33,15 @@ from ..phy.header import (
     SCHEME_JSCC_TILED,
     SCHEME_JSCC_TILED_V1,
 )
-from .images import TILE, Segments, deinterleave, from_tiles, padded_shape, tile_grid
+from .images import (
+    MAX_PIXELS,
+    TILE,
+    Segments,
+    deinterleave,
+    from_tiles,
+    padded_shape,
+    tile_grid,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -104,6 +112,7 @@ class Decoders:
     def __init__(self, model):
         self.model = model
         self._built: dict[str, SchemeDecoder] = {}
+        self.refused_shape = 0  # frames of images no decoder makes (not RGB, too large)
 
     def get(self, name: str) -> SchemeDecoder:
         if name not in self._built:
@@ -114,9 +123,18 @@ class Decoders:
     def decode(self, events: list[FrameEvent]) -> list[Decoded]:
         """Frames (status "ok") -> finished images, in the order each decoder returns them.
         A frame of a scheme nobody registered raises ValueError: callers refuse those first
-        (``scheme_name`` is None)."""
+        (``scheme_name`` is None). A frame of an image that is not RGB or has more than
+        ``MAX_PIXELS`` pixels (what ``hil tx`` reads at most) is dropped, counted in
+        ``refused_shape`` and logged: its header alone would have the decoder make a picture
+        of up to 65535 x 65535."""
         groups: dict[str, list[FrameEvent]] = {}
         for e in events:
+            c, h, w = e.header.shape
+            if c != 3 or h * w > MAX_PIXELS:  # no decoder makes that picture: a bomb, not a photo
+                self.refused_shape += 1
+                _log.warning("frame %d dropped: an image of shape %s is not decoded (RGB, at "
+                             "most %d pixels)", e.header.seq, e.header.shape, MAX_PIXELS)  # fmt: skip
+                continue
             name = scheme_name(e.header.scheme)
             if name is None:
                 raise ValueError(f"no decoder for scheme {e.header.scheme}")

@@ -314,3 +314,36 @@ def test_random_frames_never_bring_the_decoder_down(tiny_cfg):
     for d in out:
         assert tuple(d.image.shape) == tuple(d.first.header.shape)
         assert torch.isfinite(d.image).all()
+
+
+def test_a_header_naming_a_giant_or_non_rgb_picture_is_not_decoded():
+    """One frame saying 65535 x 65535 (its chunk count consistent with it) would have the
+    segmented decoder make 4 million tiles at the end of the stream, and the digital one a
+    51 GB grey picture: dropped, counted, logged."""
+    from hil.jscc.images import MAX_PIXELS, Segments
+    from hil.phy import MAX_PAYLOAD
+    from hil.phy.header import SCHEME_JSCC_SEGMENTED
+
+    decs = Decoders(FakeModel())
+    lay = Segments.of(2048 * 2048, 6, MAX_PAYLOAD)
+    big = Header(1, 0, b"\0" * 8, 4800, (3, 65535, 65535), 0, lay.chunk_count % 65536,
+                 SCHEME_JSCC_SEGMENTED)  # fmt: skip
+    grey = Header(2, 1, b"\0" * 8, 6, (1, 2, 2))
+    evs = [
+        FrameEvent(
+            "ok",
+            0,
+            0.0,
+            0.0,
+            1.0,
+            1.0,
+            header=h,
+            symbols=np.ones(n, np.complex64),
+            symbol_gain=np.ones(n, np.float32),
+            snr_db=10.0,
+        )
+        for h, n in ((big, 4800), (grey, 6))
+    ]
+    assert decs.decode(evs) == [] and decs.flush() == []
+    assert decs.refused_shape == 2
+    assert 65535 * 65535 > MAX_PIXELS
