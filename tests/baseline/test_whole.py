@@ -125,32 +125,14 @@ def test_random_digital_frames_never_bring_the_decoder_down():
     intact; the codecs kept stay bounded."""
     import hil.baseline.receive as R
     from hil.jscc.decoders import Decoders
-    from hil.phy import FrameEvent
-    from hil.phy.header import Header
+
+    from ..frames import random_frame
 
     rng = np.random.default_rng(3)
     decs = Decoders(None)
     out = []
-    for _ in range(80):
-        scheme = int(rng.integers(1, 65))
-        count = 1 if scheme <= 32 else int(rng.integers(1, 4))
-        n = int(rng.choice([3, 47, 480, 4800]))  # a few sizes: each new one builds a codec
-        h = Header(
-            seq=int(rng.integers(0, 30)),
-            item_id=int(rng.integers(0, 3)),
-            fingerprint=b"\0" * 8,
-            payload_len=n,
-            shape=(3, int(rng.integers(4, 100)), int(rng.integers(4, 100))),
-            chunk_index=int(rng.integers(0, count)),
-            chunk_count=count,
-            scheme=scheme,
-        )
-        sym = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
-        e = FrameEvent(
-            "ok", 0, 0.0, 0.0, 1.0, 1.0, header=h, symbols=sym,
-            symbol_gain=np.ones(n, np.float32), snr_db=10.0,
-        )  # fmt: skip
-        out += decs.decode([e])
+    for _ in range(80):  # a few payload sizes: each new one builds a codec
+        out += decs.decode([random_frame(rng, range(1, 65), 3, [3, 47, 480, 4800])])
     out += decs.flush()
     assert len(out) > 30
     assert not any(d.intact for d in out)  # noise decodes to no picture

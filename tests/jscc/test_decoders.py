@@ -12,6 +12,8 @@ from hil.jscc.decoders import Decoders, JsccDecoder, register, scheme_name
 from hil.phy import FrameEvent
 from hil.phy.header import Header
 
+from ..frames import random_frame, received
+
 
 def test_every_scheme_byte_has_one_owner_or_none():
     # whole, tiled in segments, tiled, tiled without the rotation
@@ -59,19 +61,7 @@ def event(seq, item, symbols, index=0, count=1, scheme=0):
         chunk_count=count,
         scheme=scheme,
     )
-    sym = np.asarray(symbols, np.complex64)
-    return FrameEvent(
-        "ok",
-        0,
-        0.0,
-        0.0,
-        1.0,
-        1.0,
-        header=h,
-        symbols=sym,
-        symbol_gain=np.ones(len(sym), np.float32),
-        snr_db=10.0,
-    )
+    return received(h, symbols)
 
 
 def test_chunks_reassembled_in_chunk_order_whatever_the_arrival_order():
@@ -291,24 +281,7 @@ def test_random_frames_never_bring_the_decoder_down(tiny_cfg):
     decs = Decoders(model)
     out = []
     for _ in range(1500):
-        count = int(rng.integers(1, 6))
-        n = int(rng.integers(1, 5000))
-        h = Header(
-            seq=int(rng.integers(0, 40)),
-            item_id=int(rng.integers(0, 3)),
-            fingerprint=b"\0" * 8,
-            payload_len=n,
-            shape=(3, int(rng.integers(4, 100)), int(rng.integers(4, 100))),
-            chunk_index=int(rng.integers(0, count)),
-            chunk_count=count,
-            scheme=int(rng.choice([0, SCHEME_JSCC_TILED, SCHEME_JSCC_SEGMENTED])),
-        )
-        sym = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(np.complex64)
-        e = FrameEvent(
-            "ok", 0, 0.0, 0.0, 1.0, 1.0, header=h, symbols=sym,
-            symbol_gain=np.ones(n, np.float32), snr_db=float(rng.uniform(0, 20)),
-        )  # fmt: skip
-        out += decs.decode([e])
+        out += decs.decode([random_frame(rng, [0, SCHEME_JSCC_TILED, SCHEME_JSCC_SEGMENTED], 5)])
     out += decs.flush()
     assert len(out) > 50  # some made whole images, or were given up on and concealed
     for d in out:
@@ -329,21 +302,7 @@ def test_a_header_naming_a_giant_or_non_rgb_picture_is_not_decoded():
     big = Header(1, 0, b"\0" * 8, 4800, (3, 65535, 65535), 0, lay.chunk_count % 65536,
                  SCHEME_JSCC_SEGMENTED)  # fmt: skip
     grey = Header(2, 1, b"\0" * 8, 6, (1, 2, 2))
-    evs = [
-        FrameEvent(
-            "ok",
-            0,
-            0.0,
-            0.0,
-            1.0,
-            1.0,
-            header=h,
-            symbols=np.ones(n, np.complex64),
-            symbol_gain=np.ones(n, np.float32),
-            snr_db=10.0,
-        )
-        for h, n in ((big, 4800), (grey, 6))
-    ]
+    evs = [received(big, np.ones(4800)), received(grey, np.ones(6))]
     assert decs.decode(evs) == [] and decs.flush() == []
     assert decs.refused_shape == 2
     assert 65535 * 65535 > MAX_PIXELS
