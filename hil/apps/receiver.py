@@ -440,6 +440,8 @@ class Receiver:
 
     def stats(self) -> dict:
         return {
+            # frames whose headers the decoders would not build a picture from
+            "decoder_dropped": self.decoders.dropped() if self.decoders is not None else None,
             "detections": self.n_detections,
             "rejected": self.fr.stats.rejected,
             "nonfinite": self.fr.stats.nonfinite,

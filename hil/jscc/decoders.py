@@ -148,6 +148,15 @@ class Decoders:
         """The end of the stream: each decoder's incomplete images."""
         return [d for dec in self._built.values() for d in dec.flush()]
 
+    def dropped(self) -> dict[str, int]:
+        """Frames dropped before any picture: ``shape`` (not RGB, or too large) and
+        ``inconsistent`` (disagreeing with their image's other frames)."""
+        held = [getattr(d, "chunks", None) for d in self._built.values()]
+        return {
+            "shape": self.refused_shape,
+            "inconsistent": sum(c.inconsistent for c in held if c is not None),
+        }
+
 
 class ChunkAssembler:
     """Frames of images larger than one frame, held until the image is complete.

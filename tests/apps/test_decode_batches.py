@@ -25,6 +25,9 @@ class _Decoders:
         self.flushed += 1
         return []
 
+    def dropped(self):
+        return {"shape": 0, "inconsistent": 0}
+
 
 def _events(seqs, chunk=0, chunks=1):
     return [

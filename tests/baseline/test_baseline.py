@@ -220,9 +220,7 @@ def test_mcs_keys_scheme_bytes_and_their_messages():
 
     assert scheme_id(0, 0) == 1 and scheme_id(7, 3) == 32
     assert scheme_id(0, 0, whole=True) == 33 and scheme_id(7, 3, whole=True) == 64
-    assert [is_digital_scheme(s) for s in (0, 1, 32, 33, 64, 65)] == [False] + [True] * 4 + [
-        False
-    ]
+    assert [is_digital_scheme(s) for s in (0, 1, 32, 33, 64, 65)] == [False] + [True] * 4 + [False]
     assert [is_whole_scheme(s) for s in (1, 32, 33, 64, 65)] == [False, False, True, True, False]
     assert parse_scheme(scheme_id(5, 2, whole=True)) == (5, 2)
     for mi, c in ((8, 0), (0, 4), (-1, 0), (0, -1)):

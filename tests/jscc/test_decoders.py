@@ -255,11 +255,12 @@ def test_a_frame_that_disagrees_with_its_images_other_frames_is_dropped_and_coun
     """Same item and first seq, another chunk count (a corrupt or hostile header): before,
     the assembler took it and then asked for chunks no frame had (KeyError, the receiver
     down)."""
-    dec = JsccDecoder(FakeModel())
-    assert dec.decode([event(10, 1, [1, 2, 3], 0, 2)]) == []
-    assert dec.decode([event(13, 1, [1, 2, 3], 3, 4)]) == []  # key (1, 10), but 4 chunks
-    assert dec.chunks.inconsistent == 1
-    (d,) = dec.decode([event(11, 1, [4, 5, 6], 1, 2)])
+    decs = Decoders(FakeModel())
+    assert decs.decode([event(10, 1, [1, 2, 3], 0, 2)]) == []
+    assert decs.decode([event(13, 1, [1, 2, 3], 3, 4)]) == []  # key (1, 10), but 4 chunks
+    assert decs.get("jscc").chunks.inconsistent == 1
+    assert decs.dropped() == {"shape": 0, "inconsistent": 1}  # what hil rx's summary shows
+    (d,) = decs.decode([event(11, 1, [4, 5, 6], 1, 2)])
     assert [e.header.seq for e in d.events] == [10, 11] and d.lost_chunks == 0
 
 
@@ -304,5 +305,5 @@ def test_a_header_naming_a_giant_or_non_rgb_picture_is_not_decoded():
     grey = Header(2, 1, b"\0" * 8, 6, (1, 2, 2))
     evs = [received(big, np.ones(4800)), received(grey, np.ones(6))]
     assert decs.decode(evs) == [] and decs.flush() == []
-    assert decs.refused_shape == 2
+    assert decs.refused_shape == 2 and decs.dropped() == {"shape": 2, "inconsistent": 0}
     assert 65535 * 65535 > MAX_PIXELS
