@@ -19,7 +19,7 @@ import zmq
 
 from ..convert import to_numpy
 from ..jscc.checkpoint import load_checkpoint
-from ..jscc.images import TILE, Segments, tile_grid, to_tiles
+from ..jscc.images import TILE, Segments, to_tiles
 from ..phy import MAX_PAYLOAD, FrameBuilder, Header, to_full_scale
 from ..phy.header import SCHEME_JSCC, SCHEME_JSCC_SEGMENTED, SCHEME_JSCC_TILED
 from ..radio.ad9363 import same_rate
@@ -193,9 +193,7 @@ class _Segmented:
 
     def __init__(self, model, im):
         self.model, self.im = model, im
-        self.lay = Segments.of(
-            int(np.prod(tile_grid(im.size))), model.cfg.n_symbols((3, TILE, TILE)), MAX_PAYLOAD
-        )
+        self.lay = Segments.for_image(im.size, model.cfg.n_symbols((3, TILE, TILE)), MAX_PAYLOAD)
         self.made: list[np.ndarray] = []
         self._gen = None
 

@@ -37,23 +37,29 @@ class DigitalDecoder:
         self.whole: dict[int, WholeCodec] = {}  # MCS index -> codec
         self.chunks = ChunkAssembler(max_pending, reorder_window)
 
-    def decode_one(self, e: FrameEvent) -> Decoded:
-        h = e.header
-        mi, _codec = parse_scheme(h.scheme)
-        key = (mi, len(e.symbols))
+    def _codec(self, mi: int, n: int, seq: int) -> DigitalCodec | None:
+        """The codec of MCS ``mi`` for payloads of ``n`` symbols (kept, at most
+        ``MAX_CODECS``); None where no 5G LDPC code of the MCS fits ``n`` (logged)."""
+        key = (mi, n)
         if key not in self.codecs:
             try:
-                codec = DigitalCodec(MCS_TABLE[mi], len(e.symbols))
-            except ValueError as err:  # a payload no 5G LDPC code of this MCS fits
-                log.warning(
-                    "frame %d: %d symbols in %s: %s", h.seq, key[1], MCS_TABLE[mi].name, err
-                )
-                return Decoded(e, [e], torch.full(tuple(h.shape), 0.5), intact=False)
+                codec = DigitalCodec(MCS_TABLE[mi], n)
+            except ValueError as err:
+                log.warning("frame %d: %d symbols in %s: %s", seq, n, MCS_TABLE[mi].name, err)
+                return None
             if len(self.codecs) >= MAX_CODECS:  # payload sizes a stream names: bounded
                 self.codecs.pop(next(iter(self.codecs)))
             self.codecs[key] = codec
-        no = 1.0 / np.maximum(e.symbol_gain, 1e-6)
-        data = self.codecs[key].decode(to_torch(e.symbols[None]), torch.from_numpy(no[None]))[0]
+        return self.codecs[key]
+
+    def decode_one(self, e: FrameEvent) -> Decoded:
+        h = e.header
+        mi, _codec = parse_scheme(h.scheme)
+        codec = self._codec(mi, len(e.symbols), h.seq)
+        data = None
+        if codec is not None:
+            no = 1.0 / np.maximum(e.symbol_gain, 1e-6)
+            data = codec.decode(to_torch(e.symbols[None]), torch.from_numpy(no[None]))[0]
         img = decode_image(data, h.shape) if data is not None else None
         if img is None:
             return Decoded(e, [e], torch.full(tuple(h.shape), 0.5), intact=False)

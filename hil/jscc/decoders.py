@@ -17,6 +17,7 @@ building each decoder on first use, and gives back finished images::
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -276,8 +277,7 @@ class JsccDecoder:
     def _layout(self, h) -> Segments | None:
         """Scheme 253's layout for a frame's header; None where the header's chunk count
         disagrees with it (a frame nobody can place)."""
-        n_tiles = int(np.prod(tile_grid(tuple(h.shape[1:]))))
-        lay = _segments(n_tiles, self.k_tile)
+        lay = _segments(tuple(h.shape[1:]), self.k_tile)
         return lay if lay.chunk_count == h.chunk_count else None
 
     def _decode_segments(self, complete: list[list]) -> list[Decoded]:
@@ -386,18 +386,11 @@ def _first(evs: list) -> FrameEvent:
     return next(e for e in evs if e is not None)
 
 
-_SEGMENTS: dict[tuple[int, int], Segments] = {}
-
-
-def _segments(n_tiles: int, k: int) -> Segments:
-    """``Segments.of`` for frames of MAX_PAYLOAD, kept per (tiles, k): a photograph's frames
-    all ask for the same layout."""
-    key = (n_tiles, k)
-    if key not in _SEGMENTS:
-        if len(_SEGMENTS) > 64:
-            _SEGMENTS.clear()
-        _SEGMENTS[key] = Segments.of(n_tiles, k, MAX_PAYLOAD)
-    return _SEGMENTS[key]
+@functools.lru_cache(maxsize=64)
+def _segments(size: tuple[int, int], k: int) -> Segments:
+    """``Segments.for_image`` for frames of MAX_PAYLOAD, kept: a photograph's frames all ask
+    for the same layout."""
+    return Segments.for_image(size, k, MAX_PAYLOAD)
 
 
 def _job(key, lay: Segments, s: int, part: dict) -> tuple:

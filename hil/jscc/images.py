@@ -256,6 +256,13 @@ class Segments:
         edges = [i * n_tiles // n for i in range(n + 1)]
         return cls(tuple(range(a, b) for a, b in pairwise(edges)), k, frame_symbols)
 
+    @classmethod
+    def for_image(cls, size: tuple[int, int], k: int, frame_symbols: int) -> Segments:
+        """The layout of an image of ``size`` (H, W) as 32x32 tiles (``tile_grid``) of ``k``
+        symbols: what the transmitter sends and the receiver reads from the header's shape."""
+        r, c = tile_grid(size)
+        return cls.of(r * c, k, frame_symbols)
+
     @property
     def symbols(self) -> int:
         """Payload symbols of the whole image."""
